@@ -1,0 +1,81 @@
+#pragma once
+// What the proxy decides with: vaults (credentials + bound services), sessions
+// and their egress policies, in one immutable snapshot. Writers (startup,
+// SIGHUP, the admin API) build a new snapshot and swap it in; each request reads
+// the snapshot current when it starts, so a rotation applies to the next request.
+#include "vaultgate/config.hpp"
+#include "vaultgate/policy.hpp"
+#include "vaultgate/secret.hpp"
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace vaultgate {
+
+struct ServiceBinding {
+    std::string id;           // "<vault>/<index>" for config services
+    ServiceConfig config;
+};
+
+struct Vault {
+    std::string id;
+    std::string name;
+    bool from_config = false;
+    std::map<std::string, Secret> credentials;   // a name with no value is absent
+    std::vector<ServiceBinding> services;
+};
+
+struct Session {
+    std::string id;                       // "default" for the listener's default session
+    std::vector<std::string> vault_names;
+    EgressPolicy policy;
+};
+
+// One bound service that matches a destination, with what injection needs.
+struct Binding {
+    const Vault* vault = nullptr;
+    const ServiceBinding* service = nullptr;
+    const Secret* secret = nullptr;       // null when the credential is missing
+};
+
+enum class RouteKind { mitm, tunnel, denied };
+
+struct Route {
+    RouteKind kind = RouteKind::denied;
+    DenyReason reason = DenyReason::none;
+};
+
+class GatewayState {
+public:
+    std::map<std::string, Vault> vaults;          // by name
+    std::map<std::string, Session> sessions;      // by id
+    std::optional<std::string> default_session;   // id of the listener's session
+
+    const Session* find_session(std::string_view id) const;
+    const Session* default_session_ptr() const;
+
+    // Bound services of the session's vaults that cover (host, port), in vault
+    // order. Path prefixes are not looked at here (see bindings_for_request).
+    std::vector<Binding> bindings_for(const Session& s, std::string_view host, std::uint16_t port) const;
+
+    // The first binding whose path_prefix covers the request path, or none.
+    std::optional<Binding> binding_for_request(const Session& s, std::string_view host,
+                                               std::uint16_t port, std::string_view path) const;
+
+    // CONNECT/plain decision: bound -> mitm, else the policy (name level).
+    Route route(const Session& s, const Authority& dest, EgressKind kind) const;
+};
+
+// Reads credential values ({env:} / {file:}) and builds the snapshot.
+// Missing values are not fatal: they are reported through `warnings` (names only)
+// and requests to such a service get 503. Throws ConfigError on an unreadable file.
+std::shared_ptr<const GatewayState> build_state(const Config& config, std::vector<std::string>& warnings);
+
+// True when path lies under prefix ("/" covers everything; "/api" covers
+// "/api" and "/api/..." but not "/apix").
+bool path_has_prefix(std::string_view path, std::string_view prefix);
+
+}  // namespace vaultgate

@@ -1,0 +1,74 @@
+#pragma once
+// The egress policy: which destinations a session may reach untouched. Pure
+// functions over values; the network layer calls them before it dials.
+#include "vaultgate/address.hpp"
+#include "vaultgate/host.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace vaultgate {
+
+// "api.example.com", "*.example.com" (subdomains only, never the apex), with an
+// optional ":port". Without a port the rule allows 443, and 80 when allow_http.
+struct DomainRule {
+    std::string host;                 // normalised; for wildcards the suffix without "*."
+    bool wildcard = false;
+    std::optional<std::uint16_t> port;
+
+    static std::optional<DomainRule> parse(std::string_view text, std::string* error);
+    bool matches_host(std::string_view normalised_host) const;
+};
+
+struct EgressPolicy {
+    std::string name;
+    bool allow_https = true;
+    bool allow_http = false;
+    bool allow_package_managers = false;
+    std::vector<DomainRule> allowed_domains;
+    std::vector<Cidr> allowed_cidrs;
+};
+
+// How the client asked to go there.
+enum class EgressKind {
+    connect,     // CONNECT tunnel (TLS expected)
+    plain_http,  // absolute-form http:// request
+};
+
+// Documented reasons; the names are part of the contract (403 body, header, log).
+enum class DenyReason {
+    none,
+    domain_not_allowed,
+    port_not_allowed,
+    http_not_allowed,
+    https_not_allowed,
+    ip_literal_not_allowed,
+    private_address,
+    metadata_address,
+    loopback_address,
+    reserved_address,
+    self_connection,
+    resolve_failed,
+    session_required,
+};
+
+std::string_view deny_reason_name(DenyReason r);
+// One sentence a person or an agent can act on (names the config key that would allow it).
+std::string deny_reason_advice(DenyReason r, const Authority& dest);
+
+// The package-manager bundle (PyPI, npm, Debian/Ubuntu, crates.io, Go, RubyGems, Maven).
+const std::vector<DomainRule>& package_manager_domains();
+
+// Name-level decision: may this session reach dest at all? Does not look at addresses.
+DenyReason check_destination(const EgressPolicy& policy, const Authority& dest, EgressKind kind);
+
+// Address-level decision for one resolved (or literal) address. `operator_pinned`
+// is true when the address came from upstream.resolve (operator-chosen, exempt
+// from the private-address rule). Self-connections are checked separately by the
+// caller, which knows the listeners.
+DenyReason check_address(const EgressPolicy& policy, const IpAddress& addr, bool operator_pinned);
+
+}  // namespace vaultgate
