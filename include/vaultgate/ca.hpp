@@ -1,6 +1,7 @@
 #pragma once
 // The proxy's certificate authority: creates the CA, mints leaf certificates for
 // MITM'd hosts, and caches them. OpenSSL only; no Asio.
+#include <atomic>
 #include <chrono>
 #include <stdexcept>
 #include <cstddef>
@@ -76,8 +77,9 @@ private:
     mutable std::mutex mutex_;
     std::list<Entry> lru_;  // front = most recent
     std::unordered_map<std::string, std::list<Entry>::iterator> index_;
-    std::size_t hits_ = 0;
-    std::size_t misses_ = 0;
+    // Atomic so that metrics can read them without taking the cache lock.
+    std::atomic<std::size_t> hits_{0};
+    std::atomic<std::size_t> misses_{0};
 };
 
 // Drains OpenSSL's error queue into one readable string.

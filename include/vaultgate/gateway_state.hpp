@@ -75,7 +75,9 @@ public:
 std::shared_ptr<const GatewayState> build_state(const Config& config, std::vector<std::string>& warnings);
 
 // True when path lies under prefix ("/" covers everything; "/api" covers
-// "/api" and "/api/..." but not "/apix").
+// "/api" and "/api/..." but not "/apix"). A query string is ignored; under any
+// prefix but "/", a path with a "." or ".." segment (also %2e-encoded) is not
+// covered, since the origin may resolve it to outside the prefix.
 bool path_has_prefix(std::string_view path, std::string_view prefix);
 
 }  // namespace vaultgate

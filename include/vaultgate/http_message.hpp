@@ -86,8 +86,12 @@ FramingResult request_framing(const RequestHead& head);
 FramingResult response_framing(const ResponseHead& head, std::string_view request_method);
 
 // Hop-by-hop fields: Connection, Keep-Alive, Proxy-*, TE, Trailer,
-// Transfer-Encoding, Upgrade, and every field named in Connection.
+// Transfer-Encoding, Upgrade. Fields named in Connection are hop-by-hop too;
+// connection_tokens() lists them.
 bool is_hop_by_hop(std::string_view name);
+
+// The tokens of every Connection header, lower-cased, in order.
+std::vector<std::string> connection_tokens(const std::vector<Header>& headers);
 
 // Whether the peer asked to close after this message (Connection: close, or 1.0 without keep-alive).
 bool wants_close(const std::vector<Header>& headers, int version_minor);

@@ -1,0 +1,26 @@
+#pragma once
+// The subcommands of the vaultgate binary. Each returns the process exit code:
+// 0 ok, 1 runtime failure, 2 usage or config error.
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace vaultgate::cli {
+
+using Args = std::vector<std::string>;
+
+int serve(const Args& args);
+int check_config(const Args& args);
+int ca_command(const Args& args);
+
+void print_usage(bool to_stderr);
+
+// Finds "--name VALUE" or "--name=VALUE"; false when absent. Throws UsageError when the value is missing.
+bool option_value(const Args& args, const std::string& name, std::string& out);
+bool has_flag(const Args& args, const std::string& name);
+
+struct UsageError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+}  // namespace vaultgate::cli

@@ -1,0 +1,902 @@
+// The config file: YAML in, a validated Config out. Every refusal is a
+// ConfigError "file:line:col: key.path: what is wrong", and nothing that could
+// be a credential is ever echoed back into a message.
+#include "vaultgate/config.hpp"
+
+#include "vaultgate/address.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <initializer_list>
+#include <limits>
+#include <set>
+#include <string_view>
+
+namespace vaultgate {
+
+namespace {
+
+using YAML::Node;
+
+// A config file is a few kilobytes; a cap keeps a mistaken path (a log, a
+// device) from being slurped whole.
+constexpr std::size_t max_config_bytes = 1 << 20;
+
+// Echoed values are short and printable, so a pasted blob or a terminal escape
+// in a wrong place cannot flood or corrupt the error output.
+std::string shown(std::string_view v) {
+    constexpr std::size_t max_shown = 60;
+    std::string out = "'";
+    for (std::size_t i = 0; i < v.size(); ++i) {
+        if (i == max_shown) {
+            out += "...";
+            break;
+        }
+        const auto c = static_cast<unsigned char>(v[i]);
+        out += (c < 0x20 || c == 0x7f) ? '?' : static_cast<char>(c);
+    }
+    out += "'";
+    return out;
+}
+
+// The kind of a node without its value: for places where the value might be a
+// secret pasted in by mistake.
+std::string kind_of(const Node& n) {
+    switch (n.Type()) {
+        case YAML::NodeType::Null: return "null";
+        case YAML::NodeType::Sequence: return "a list";
+        case YAML::NodeType::Map: return "a map";
+        case YAML::NodeType::Scalar: return "a string";
+        default: return "nothing";
+    }
+}
+
+// The kind, and for scalars the (shortened) value.
+std::string described(const Node& n) {
+    if (n.IsScalar()) return shown(n.Scalar());
+    return kind_of(n);
+}
+
+// Plain scalars carry the non-specific tag "?"; quoted and block scalars carry
+// "!". Booleans and integers must be plain, so `port: "443"` is a type error
+// rather than a silent conversion.
+bool is_plain(const Node& n) { return n.IsScalar() && n.Tag() == "?"; }
+
+std::string child(const std::string& path, std::string_view key) {
+    if (path.empty()) return std::string(key);
+    return path + "." + std::string(key);
+}
+
+std::string indexed(const std::string& path, std::size_t i) { return path + "[" + std::to_string(i) + "]"; }
+
+std::string joined(const std::vector<std::string>& names) {
+    std::string out;
+    for (const auto& n : names) {
+        if (!out.empty()) out += ", ";
+        out += n;
+    }
+    return out;
+}
+
+bool is_name_char(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+           c == '-';
+}
+
+// Vault, session, policy and credential names appear in URLs, logs and
+// Proxy-Authorization; a small alphabet keeps them unambiguous everywhere.
+bool is_valid_name(std::string_view s) {
+    if (s.empty() || s.size() > 128 || s == "." || s == "..") return false;
+    for (char c : s)
+        if (!is_name_char(c)) return false;
+    return true;
+}
+
+bool is_env_name(std::string_view s) {
+    if (s.empty() || (s[0] >= '0' && s[0] <= '9')) return false;
+    for (char c : s)
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_')) return false;
+    return true;
+}
+
+bool is_tchar(char c) {
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
+    return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+}
+
+bool is_http_token(std::string_view s) {
+    if (s.empty()) return false;
+    for (char c : s)
+        if (!is_tchar(c)) return false;
+    return true;
+}
+
+// Headers that steer framing, routing or the connection itself. Injecting a
+// secret there would corrupt the request or smuggle a second one. Compared
+// after '_' -> '-' because injection also strips the underscore spellings.
+bool is_reserved_header(std::string_view name) {
+    std::string n;
+    for (char c : name) {
+        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
+        n += (c == '_') ? '-' : c;
+    }
+    static const std::set<std::string, std::less<>> reserved = {
+        "host", "content-length", "transfer-encoding", "connection", "keep-alive", "te", "trailer", "upgrade",
+        "expect", "proxy-connection",
+    };
+    return reserved.count(n) > 0 || n.starts_with("proxy-");
+}
+
+// A header value template must not be able to start a new header line.
+bool is_header_value_text(std::string_view s) {
+    for (char c : s) {
+        const auto u = static_cast<unsigned char>(c);
+        if ((u < 0x20 && u != '\t') || u == 0x7f) return false;
+    }
+    return true;
+}
+
+bool is_query_param_name(std::string_view s) {
+    if (s.empty()) return false;
+    for (char c : s)
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              std::string_view("-_.~[]").find(c) != std::string_view::npos))
+            return false;
+    return true;
+}
+
+// A prefix is compared textually with request paths, so it must be in the form
+// requests use: absolute, no query or fragment, no dot segments, no spaces.
+bool is_valid_path_prefix(std::string_view p, std::string* why) {
+    if (p.empty() || p[0] != '/') {
+        *why = "must start with \"/\"";
+        return false;
+    }
+    for (char c : p) {
+        const auto u = static_cast<unsigned char>(c);
+        if (u <= 0x20 || u >= 0x7f || c == '?' || c == '#' || c == '\\') {
+            *why = "may not contain spaces, control bytes, '?', '#', '\\' or non-ASCII bytes";
+            return false;
+        }
+    }
+    std::size_t start = 1;
+    while (start <= p.size()) {
+        std::size_t end = p.find('/', start);
+        if (end == std::string_view::npos) end = p.size();
+        const auto seg = p.substr(start, end - start);
+        if (seg == "." || seg == "..") {
+            *why = "may not contain \".\" or \"..\" segments";
+            return false;
+        }
+        start = end + 1;
+    }
+    return true;
+}
+
+std::optional<std::uint16_t> parse_port_text(std::string_view s, bool allow_zero) {
+    if (s.empty() || s.size() > 5) return std::nullopt;
+    for (char c : s)
+        if (c < '0' || c > '9') return std::nullopt;
+    if (s.size() > 1 && s[0] == '0') return std::nullopt;
+    unsigned v = 0;
+    for (char c : s) v = v * 10 + static_cast<unsigned>(c - '0');
+    if (v > 65535 || (v == 0 && !allow_zero)) return std::nullopt;
+    return static_cast<std::uint16_t>(v);
+}
+
+// "ip:port", "[v6]:port", "unix:/path". Names are refused: a listener binds to
+// an address, and resolving at startup would make the bind depend on DNS.
+std::optional<ListenAddress> parse_listen_address(std::string_view text, bool allow_unix, std::string* why) {
+    ListenAddress out;
+    if (text.starts_with("unix:")) {
+        if (!allow_unix) {
+            *why = "unix sockets are only supported for listen.admin";
+            return std::nullopt;
+        }
+        const auto path = text.substr(5);
+        // sun_path holds 108 bytes including the terminating NUL.
+        if (path.empty() || path.size() > 107 || path.find('\0') != std::string_view::npos) {
+            *why = "expected unix:/path (at most 107 bytes)";
+            return std::nullopt;
+        }
+        out.unix_path = std::string(path);
+        return out;
+    }
+    const std::string expected =
+        std::string("expected IP:PORT or [IPv6]:PORT") + (allow_unix ? " or unix:/path" : "") + ", got " + shown(text);
+    std::string_view host;
+    std::string_view port;
+    bool bracketed = false;
+    if (text.starts_with("[")) {
+        const auto close = text.find(']');
+        if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':') {
+            *why = expected;
+            return std::nullopt;
+        }
+        host = text.substr(1, close - 1);
+        port = text.substr(close + 2);
+        bracketed = true;
+    } else {
+        const auto colon = text.rfind(':');
+        if (colon == std::string_view::npos) {
+            *why = expected;
+            return std::nullopt;
+        }
+        host = text.substr(0, colon);
+        port = text.substr(colon + 1);
+    }
+    const auto ip = parse_ip_strict(host);
+    // An unbracketed IPv6 address is ambiguous with its port; a bracketed IPv4 is not a thing.
+    if (!ip || ip->v6 != bracketed) {
+        *why = expected;
+        return std::nullopt;
+    }
+    const auto p = parse_port_text(port, /*allow_zero=*/true);
+    if (!p) {
+        *why = "port must be 0-65535 without leading zeros, got " + shown(port);
+        return std::nullopt;
+    }
+    out.host = std::string(host);
+    for (auto& c : out.host)
+        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
+    out.port = *p;
+    return out;
+}
+
+struct Entry {
+    std::string key;
+    Node key_node;
+    Node value;
+};
+
+// The position a message about an entry points at: its value, except for an
+// empty value, whose mark yaml-cpp sets to the following token.
+YAML::Mark where(const Entry& e) {
+    if (e.value.IsNull() || e.value.Mark().is_null()) return e.key_node.Mark();
+    return e.value.Mark();
+}
+
+class Parser {
+public:
+    explicit Parser(std::string source) : source_(std::move(source)) {}
+
+    [[noreturn]] void fail(const YAML::Mark& m, const std::string& path, const std::string& what) const {
+        std::string msg = source_ + ":";
+        if (m.is_null()) {
+            msg += "1:1: ";
+        } else {
+            msg += std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1) + ": ";
+        }
+        if (!path.empty()) msg += path + ": ";
+        msg += what;
+        throw ConfigError(msg);
+    }
+
+    Config parse(const Node& root) {
+        Config cfg;
+        cfg.source_path = source_;
+        if (!root.IsDefined() || root.IsNull()) return cfg;  // an empty file: all defaults
+        if (!root.IsMap()) fail(root.Mark(), "", "expected a map of sections at the top level, got " + kind_of(root));
+
+        const auto top = fields_of(root, "",
+                                {"listen", "ca", "upstream", "store", "admin", "log", "limits", "vaults", "sessions",
+                                 "egress_policies"});
+        if (auto* e = find(top, "listen")) parse_listen(*e, cfg);
+        if (auto* e = find(top, "ca")) parse_ca(*e, cfg);
+        if (auto* e = find(top, "upstream")) parse_upstream(*e, cfg);
+        if (auto* e = find(top, "store")) parse_store(*e, cfg);
+        if (auto* e = find(top, "admin")) parse_admin(*e, cfg);
+        if (auto* e = find(top, "log")) parse_log(*e, cfg);
+        if (auto* e = find(top, "limits")) parse_limits(*e, cfg.limits);
+        // Policies and vaults before sessions, which refer to both.
+        if (auto* e = find(top, "vaults")) parse_vaults(*e, cfg);
+        if (auto* e = find(top, "egress_policies")) parse_policies(*e, cfg);
+        if (auto* e = find(top, "sessions")) parse_sessions(*e, cfg);
+        return cfg;
+    }
+
+private:
+    using Fields = std::map<std::string, Entry, std::less<>>;
+
+    static const Entry* find(const Fields& f, std::string_view key) {
+        auto it = f.find(key);
+        return it == f.end() ? nullptr : &it->second;
+    }
+
+    // The entries of a map in file order. A repeated key is an error: yaml-cpp
+    // would silently keep one of them, and which one is a surprise either way.
+    std::vector<Entry> entries(const Entry& e, const std::string& path) {
+        if (e.value.IsNull()) return {};  // an empty section is the same as an absent one
+        if (!e.value.IsMap()) fail(where(e), path, "expected a map, got " + kind_of(e.value));
+        return entries_of(e.value, path);
+    }
+
+    std::vector<Entry> entries_of(const Node& map, const std::string& path) {
+        std::vector<Entry> out;
+        std::map<std::string, YAML::Mark> seen;
+        for (const auto& kv : map) {
+            const Node& k = kv.first;
+            if (!k.IsScalar()) fail(k.Mark(), path, "keys must be strings, got " + kind_of(k));
+            const std::string key = k.Scalar();
+            auto [it, inserted] = seen.emplace(key, k.Mark());
+            if (!inserted)
+                fail(k.Mark(), path,
+                     "duplicate key " + shown(key) + " (first at line " + std::to_string(it->second.line + 1) + ")");
+            out.push_back(Entry{key, k, kv.second});
+        }
+        return out;
+    }
+
+    Fields fields_of(const Node& map, const std::string& path, std::initializer_list<std::string_view> allowed) {
+        Fields out;
+        for (auto& e : entries_of(map, path)) {
+            bool known = false;
+            for (auto a : allowed) known = known || a == e.key;
+            if (!known) {
+                std::string list;
+                for (auto a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+                fail(e.key_node.Mark(), path, "unknown key " + shown(e.key) + " (allowed: " + list + ")");
+            }
+            std::string key = e.key;
+            out.emplace(std::move(key), std::move(e));
+        }
+        return out;
+    }
+
+    // A section or list item that must be a map; null counts as empty.
+    Fields section(const Entry& e, const std::string& path, std::initializer_list<std::string_view> allowed) {
+        if (e.value.IsNull()) return {};
+        if (!e.value.IsMap()) fail(where(e), path, "expected a map, got " + kind_of(e.value));
+        return fields_of(e.value, path, allowed);
+    }
+
+    std::string string_value(const Entry& e, const std::string& path) {
+        if (!e.value.IsScalar()) fail(where(e), path, "expected a string, got " + kind_of(e.value));
+        return e.value.Scalar();
+    }
+
+    std::string nonempty_string(const Entry& e, const std::string& path) {
+        auto s = string_value(e, path);
+        if (s.empty()) fail(where(e), path, "must not be empty");
+        return s;
+    }
+
+    std::optional<std::string> optional_path(const Entry& e, const std::string& path) {
+        if (e.value.IsNull()) return std::nullopt;
+        return nonempty_string(e, path);
+    }
+
+    bool bool_value(const Entry& e, const std::string& path) {
+        if (is_plain(e.value)) {
+            const auto& s = e.value.Scalar();
+            if (s == "true" || s == "True" || s == "TRUE") return true;
+            if (s == "false" || s == "False" || s == "FALSE") return false;
+        }
+        fail(where(e), path, "expected true or false, got " + described(e.value));
+    }
+
+    std::uint64_t uint_value(const Entry& e, const std::string& path, std::uint64_t min, std::uint64_t max) {
+        const std::string expected = "expected an integer, got " + described(e.value);
+        if (!is_plain(e.value)) fail(where(e), path, expected);
+        const auto& s = e.value.Scalar();
+        if (s.empty() || s.size() > 18) fail(where(e), path, s.empty() ? expected : "value is too large");
+        std::uint64_t v = 0;
+        for (char c : s) {
+            if (c < '0' || c > '9') fail(where(e), path, expected);
+            v = v * 10 + static_cast<std::uint64_t>(c - '0');
+        }
+        if (v < min || v > max) {
+            if (min == 1 && max == std::numeric_limits<std::uint64_t>::max())
+                fail(where(e), path, "must be greater than 0");
+            fail(where(e), path, "must be between " + std::to_string(min) + " and " + std::to_string(max) + ", got " + s);
+        }
+        return v;
+    }
+
+    std::chrono::milliseconds duration_value(const Entry& e, const std::string& path) {
+        if (e.value.IsScalar()) {
+            if (auto d = parse_duration(e.value.Scalar())) {
+                if (d->count() <= 0) fail(where(e), path, "must be greater than 0");
+                return *d;
+            }
+        }
+        fail(where(e), path, "expected a duration like 10s, 250ms, 2m or 1h, got " + described(e.value));
+    }
+
+    // A list; null counts as empty.
+    std::vector<Node> list_value(const Entry& e, const std::string& path) {
+        if (e.value.IsNull()) return {};
+        if (!e.value.IsSequence()) fail(where(e), path, "expected a list, got " + kind_of(e.value));
+        std::vector<Node> out;
+        for (const auto& item : e.value) out.push_back(item);
+        return out;
+    }
+
+    ListenAddress listen_value(const Entry& e, const std::string& path, bool allow_unix) {
+        const std::string expected = std::string("expected IP:PORT or [IPv6]:PORT") + (allow_unix ? " or unix:/path" : "");
+        if (!e.value.IsScalar()) fail(where(e), path, expected + ", got " + kind_of(e.value));
+        std::string why;
+        auto addr = parse_listen_address(e.value.Scalar(), allow_unix, &why);
+        if (!addr) fail(where(e), path, why);
+        return *addr;
+    }
+
+    void parse_listen(const Entry& e, Config& cfg) {
+        const std::string path = "listen";
+        const auto f = section(e, path, {"proxy", "transparent", "admin"});
+        if (auto* p = find(f, "proxy")) cfg.listen_proxy = listen_value(*p, child(path, "proxy"), false);
+        if (auto* p = find(f, "transparent")) {
+            if (p->value.IsNull())
+                cfg.listen_transparent.reset();
+            else
+                cfg.listen_transparent = listen_value(*p, child(path, "transparent"), false);
+        }
+        if (auto* p = find(f, "admin")) cfg.listen_admin = listen_value(*p, child(path, "admin"), true);
+
+        // Two listeners on one fixed address would fail at bind time with a
+        // less helpful message; port 0 (tests) is always distinct.
+        auto clash = [&](const ListenAddress& a, const ListenAddress& b) {
+            return !a.is_unix() && !b.is_unix() && a.port != 0 && a.port == b.port && a.host == b.host;
+        };
+        if (auto* p = find(f, "admin"); p && clash(cfg.listen_admin, cfg.listen_proxy))
+            fail(where(*p), child(path, "admin"), "same address as listen.proxy");
+        if (auto* p = find(f, "transparent"); p && cfg.listen_transparent) {
+            if (clash(*cfg.listen_transparent, cfg.listen_proxy))
+                fail(where(*p), child(path, "transparent"), "same address as listen.proxy");
+            if (clash(*cfg.listen_transparent, cfg.listen_admin))
+                fail(where(*p), child(path, "transparent"), "same address as listen.admin");
+        }
+    }
+
+    void parse_ca(const Entry& e, Config& cfg) {
+        const auto f = section(e, "ca", {"cert", "key"});
+        if (auto* p = find(f, "cert")) cfg.ca_cert = nonempty_string(*p, "ca.cert");
+        if (auto* p = find(f, "key")) cfg.ca_key = nonempty_string(*p, "ca.key");
+    }
+
+    void parse_upstream(const Entry& e, Config& cfg) {
+        const auto f = section(e, "upstream", {"ca_file", "resolve"});
+        if (auto* p = find(f, "ca_file")) cfg.upstream_ca_file = nonempty_string(*p, "upstream.ca_file");
+        if (auto* p = find(f, "resolve")) {
+            const std::string path = "upstream.resolve";
+            for (const auto& r : entries(*p, path)) {
+                const auto host = normalize_host(r.key);
+                if (!host)
+                    fail(r.key_node.Mark(), path,
+                         "invalid host " + shown(r.key) + ": " + std::string(host_error_text(host.error)));
+                if (host.kind != HostKind::name)
+                    fail(r.key_node.Mark(), path, shown(r.key) + " is an IP address; only names can be resolved");
+                const std::string item = child(path, *host.host);
+                const auto ip_text = string_value(r, item);
+                if (!parse_ip_strict(ip_text))
+                    fail(where(r), item, "expected an IP address, got " + shown(ip_text));
+                if (!cfg.upstream_resolve.emplace(*host.host, ip_text).second)
+                    fail(r.key_node.Mark(), path, "host " + shown(*host.host) + " is listed twice");
+            }
+        }
+    }
+
+    void parse_store(const Entry& e, Config& cfg) {
+        const auto f = section(e, "store", {"path", "master_key_file"});
+        if (auto* p = find(f, "path")) cfg.store_path = nonempty_string(*p, "store.path");
+        if (auto* p = find(f, "master_key_file"))
+            cfg.store_master_key_file = optional_path(*p, "store.master_key_file");
+    }
+
+    void parse_admin(const Entry& e, Config& cfg) {
+        const auto f = section(e, "admin", {"token_file"});
+        if (auto* p = find(f, "token_file")) cfg.admin_token_file = optional_path(*p, "admin.token_file");
+    }
+
+    void parse_log(const Entry& e, Config& cfg) {
+        const auto f = section(e, "log", {"access", "level"});
+        if (auto* p = find(f, "access")) cfg.log_access = nonempty_string(*p, "log.access");
+        if (auto* p = find(f, "level")) {
+            const auto level = string_value(*p, "log.level");
+            if (level != "error" && level != "warn" && level != "info" && level != "debug")
+                fail(where(*p), "log.level", "expected one of error, warn, info, debug, got " + shown(level));
+            cfg.log_level = level;
+        }
+    }
+
+    void parse_limits(const Entry& e, Limits& limits) {
+        const std::string path = "limits";
+        const auto f = section(e, path,
+                               {"max_connections", "max_connections_per_client", "header_bytes", "header_count",
+                                "handshake_timeout", "header_timeout", "idle_timeout", "drain_timeout",
+                                "connect_timeout", "response_timeout"});
+        constexpr auto any = std::numeric_limits<std::uint64_t>::max();
+        auto count = [&](std::string_view key, std::size_t& out) {
+            if (auto* p = find(f, key)) out = static_cast<std::size_t>(uint_value(*p, child(path, key), 1, any));
+        };
+        auto duration = [&](std::string_view key, std::chrono::milliseconds& out) {
+            if (auto* p = find(f, key)) out = duration_value(*p, child(path, key));
+        };
+        count("max_connections", limits.max_connections);
+        count("max_connections_per_client", limits.max_connections_per_client);
+        count("header_bytes", limits.header_bytes);
+        count("header_count", limits.header_count);
+        duration("handshake_timeout", limits.handshake_timeout);
+        duration("header_timeout", limits.header_timeout);
+        duration("idle_timeout", limits.idle_timeout);
+        duration("drain_timeout", limits.drain_timeout);
+        duration("connect_timeout", limits.connect_timeout);
+        duration("response_timeout", limits.response_timeout);
+    }
+
+    // { env: NAME } or { file: PATH }. The value is never shown: a scalar here is
+    // most likely the secret itself, and a bad env name may be one too.
+    CredentialSource parse_credential(const Entry& e, const std::string& path) {
+        const std::string shape = "use { env: NAME } or { file: PATH }";
+        if (e.value.IsScalar()) fail(where(e), path, "inline values are not allowed; " + shape);
+        if (!e.value.IsMap()) fail(where(e), path, "expected { env: NAME } or { file: PATH }, got " + kind_of(e.value));
+        const auto f = fields_of(e.value, path, {"env", "file"});
+        const auto* env = find(f, "env");
+        const auto* file = find(f, "file");
+        if (env && file) fail(file->key_node.Mark(), path, "give either env or file, not both");
+        if (!env && !file) fail(where(e), path, "expected { env: NAME } or { file: PATH }");
+        CredentialSource src;
+        if (env) {
+            const auto p = child(path, "env");
+            if (!env->value.IsScalar() || !is_env_name(env->value.Scalar()))
+                fail(where(*env), p, "expected an environment variable name ([A-Za-z_][A-Za-z0-9_]*)");
+            src.kind = CredentialSource::Kind::env;
+            src.ref = env->value.Scalar();
+        } else {
+            const auto p = child(path, "file");
+            if (!file->value.IsScalar() || file->value.Scalar().empty())
+                fail(where(*file), p, "expected a file path, got " + kind_of(file->value));
+            src.kind = CredentialSource::Kind::file;
+            src.ref = file->value.Scalar();
+        }
+        return src;
+    }
+
+    std::string service_host(const Entry& e, const std::string& path) {
+        const auto raw = nonempty_string(e, path);
+        const bool wildcard = raw.starts_with("*.");
+        const auto res = normalize_host(wildcard ? std::string_view(raw).substr(2) : std::string_view(raw));
+        if (!res) fail(where(e), path, "invalid host " + shown(raw) + ": " + std::string(host_error_text(res.error)));
+        if (!wildcard) return *res.host;
+        if (res.kind != HostKind::name) fail(where(e), path, "a wildcard needs a domain name, got " + shown(raw));
+        // "*.com" would hand the secret to every host under a public suffix the
+        // sandbox can pick; a registrable-looking suffix at least needs a dot.
+        if (res.host->find('.') == std::string::npos)
+            fail(where(e), path, "a wildcard must name at least two labels after \"*.\", got " + shown(raw));
+        return "*." + *res.host;
+    }
+
+    AuthSpec parse_auth(const Entry& e, const std::string& path, const VaultConfig& vault) {
+        if (!e.value.IsMap()) fail(where(e), path, "expected a map, got " + kind_of(e.value));
+        const auto f = fields_of(e.value, path, {"type", "header", "key", "user", "template", "param"});
+        AuthSpec spec;
+        const auto* type = find(f, "type");
+        if (!type) fail(where(e), path, "missing required key 'type' (one of api-key, bearer, basic, header, query)");
+        const auto t = string_value(*type, child(path, "type"));
+        std::vector<std::string_view> used;  // the optional keys this type reads
+        if (t == "api-key") {
+            spec.type = AuthType::api_key;
+            used = {"header"};
+        } else if (t == "bearer") {
+            spec.type = AuthType::bearer;
+        } else if (t == "basic") {
+            spec.type = AuthType::basic;
+            used = {"user"};
+        } else if (t == "header") {
+            spec.type = AuthType::header;
+            used = {"header", "template"};
+        } else if (t == "query") {
+            spec.type = AuthType::query;
+            used = {"param"};
+        } else {
+            fail(where(*type), child(path, "type"),
+                 "expected one of api-key, bearer, basic, header, query, got " + shown(t));
+        }
+        // A key the type ignores is almost always a typo in `type`; say so rather
+        // than inject something other than what the operator had in mind.
+        for (const auto& [key, entry] : f) {
+            if (key == "type" || key == "key") continue;
+            bool is_used = false;
+            for (auto u : used) is_used = is_used || u == key;
+            if (!is_used) fail(entry.key_node.Mark(), child(path, key), "not used by auth type " + t);
+        }
+
+        const auto* key = find(f, "key");
+        if (!key) fail(where(e), path, "missing required key 'key' (the credential to inject)");
+        spec.key = string_value(*key, child(path, "key"));
+        if (!vault.credentials.count(spec.key)) {
+            std::vector<std::string> names;
+            for (const auto& [n, _] : vault.credentials) names.push_back(n);
+            fail(where(*key), child(path, "key"),
+                 "no credential " + shown(spec.key) + " in vault '" + vault.name + "'" +
+                     (names.empty() ? std::string(" (it has no credentials)") : " (credentials: " + joined(names) + ")"));
+        }
+
+        if (spec.type == AuthType::api_key || spec.type == AuthType::header) {
+            const auto* header = find(f, "header");
+            if (!header && spec.type == AuthType::header)
+                fail(where(e), path, "missing required key 'header' for auth type header");
+            if (header) {
+                const auto p = child(path, "header");
+                const auto name = string_value(*header, p);
+                if (!is_http_token(name)) fail(where(*header), p, "not a valid HTTP header name: " + shown(name));
+                if (is_reserved_header(name))
+                    fail(where(*header), p, shown(name) + " is a framing or hop-by-hop header and cannot carry a credential");
+                spec.header = name;
+            }
+        }
+        if (spec.type == AuthType::header) {
+            const auto* tmpl = find(f, "template");
+            if (!tmpl) fail(where(e), path, "missing required key 'template' for auth type header");
+            const auto p = child(path, "template");
+            // Never shown: a template is where a real secret gets pasted by mistake.
+            const auto text = string_value(*tmpl, p);
+            const auto first = text.find("{secret}");
+            if (first == std::string::npos || text.find("{secret}", first + 1) != std::string::npos)
+                fail(where(*tmpl), p, "must contain \"{secret}\" exactly once");
+            if (!is_header_value_text(text)) fail(where(*tmpl), p, "may not contain control characters");
+            spec.value_template = text;
+        }
+        if (spec.type == AuthType::basic) {
+            const auto* user = find(f, "user");
+            if (!user) fail(where(e), path, "missing required key 'user' for auth type basic");
+            const auto p = child(path, "user");
+            const auto u = string_value(*user, p);
+            // RFC 7617: the user-id cannot contain a colon.
+            if (u.find(':') != std::string::npos || !is_header_value_text(u) || u.find('\t') != std::string::npos)
+                fail(where(*user), p, "may not contain ':' or control characters");
+            spec.user = u;
+        }
+        if (spec.type == AuthType::query) {
+            const auto* param = find(f, "param");
+            if (!param) fail(where(e), path, "missing required key 'param' for auth type query");
+            const auto p = child(path, "param");
+            const auto name = string_value(*param, p);
+            if (!is_query_param_name(name))
+                fail(where(*param), p, "expected a query parameter name of [A-Za-z0-9-_.~[]], got " + shown(name));
+            spec.param = name;
+        }
+        return spec;
+    }
+
+    ServiceConfig parse_service(const Node& node, const std::string& path, const VaultConfig& vault) {
+        if (!node.IsMap()) fail(node.Mark(), path, "expected a map, got " + kind_of(node));
+        const auto f = fields_of(node, path, {"host", "port", "path_prefix", "auth", "redact_response"});
+        ServiceConfig svc;
+        const auto* host = find(f, "host");
+        if (!host) fail(node.Mark(), path, "missing required key 'host'");
+        svc.host = service_host(*host, child(path, "host"));
+        if (auto* p = find(f, "port")) svc.port = static_cast<std::uint16_t>(uint_value(*p, child(path, "port"), 1, 65535));
+        if (auto* p = find(f, "path_prefix")) {
+            const auto pp = child(path, "path_prefix");
+            svc.path_prefix = string_value(*p, pp);
+            std::string why;
+            if (!is_valid_path_prefix(svc.path_prefix, &why)) fail(where(*p), pp, why + ", got " + shown(svc.path_prefix));
+        }
+        const auto* auth = find(f, "auth");
+        if (!auth) fail(node.Mark(), path, "missing required key 'auth'");
+        svc.auth = parse_auth(*auth, child(path, "auth"), vault);
+        if (auto* p = find(f, "redact_response")) svc.redact_response = bool_value(*p, child(path, "redact_response"));
+        return svc;
+    }
+
+    void parse_vaults(const Entry& e, Config& cfg) {
+        const std::string path = "vaults";
+        const auto items = list_value(e, path);
+        std::map<std::string, std::string> seen;  // name -> path of its first use
+        for (std::size_t i = 0; i < items.size(); ++i) {
+            const auto& node = items[i];
+            const auto vpath = indexed(path, i);
+            if (!node.IsMap()) fail(node.Mark(), vpath, "expected a map, got " + kind_of(node));
+            const auto f = fields_of(node, vpath, {"name", "credentials", "services"});
+            VaultConfig vault;
+
+            const auto* name = find(f, "name");
+            if (!name) fail(node.Mark(), vpath, "missing required key 'name'");
+            const auto npath = child(vpath, "name");
+            vault.name = string_value(*name, npath);
+            if (!is_valid_name(vault.name))
+                fail(where(*name), npath, "expected a non-empty name of [A-Za-z0-9_.-], got " + shown(vault.name));
+            if (auto [it, inserted] = seen.emplace(vault.name, vpath); !inserted)
+                fail(where(*name), npath, "duplicate vault name " + shown(vault.name) + " (also " + it->second + ")");
+
+            if (auto* c = find(f, "credentials")) {
+                const auto cpath = child(vpath, "credentials");
+                for (const auto& cred : entries(*c, cpath)) {
+                    if (!is_valid_name(cred.key))
+                        fail(cred.key_node.Mark(), cpath,
+                             "credential names are [A-Za-z0-9_.-], got " + shown(cred.key));
+                    vault.credentials.emplace(cred.key, parse_credential(cred, child(cpath, cred.key)));
+                }
+            }
+            if (auto* s = find(f, "services")) {
+                const auto spath = child(vpath, "services");
+                const auto services = list_value(*s, spath);
+                for (std::size_t j = 0; j < services.size(); ++j) {
+                    const auto one = indexed(spath, j);
+                    auto svc = parse_service(services[j], one, vault);
+                    // Only the first of two identical bindings could ever apply.
+                    for (std::size_t k = 0; k < vault.services.size(); ++k) {
+                        const auto& other = vault.services[k];
+                        if (other.host == svc.host && other.port == svc.port && other.path_prefix == svc.path_prefix)
+                            fail(services[j].Mark(), one,
+                                 "same host, port and path_prefix as " + indexed(spath, k));
+                    }
+                    vault.services.push_back(std::move(svc));
+                }
+            }
+            cfg.vaults.push_back(std::move(vault));
+        }
+    }
+
+    void parse_policies(const Entry& e, Config& cfg) {
+        const std::string path = "egress_policies";
+        for (const auto& p : entries(e, path)) {
+            if (!is_valid_name(p.key))
+                fail(p.key_node.Mark(), path, "policy names are [A-Za-z0-9_.-], got " + shown(p.key));
+            const auto ppath = child(path, p.key);
+            const auto f = section(p, ppath,
+                                   {"allow_https", "allow_http", "allow_package_managers", "allowed_domains",
+                                    "allowed_cidrs"});
+            EgressPolicy policy;
+            policy.name = p.key;
+            if (auto* x = find(f, "allow_https")) policy.allow_https = bool_value(*x, child(ppath, "allow_https"));
+            if (auto* x = find(f, "allow_http")) policy.allow_http = bool_value(*x, child(ppath, "allow_http"));
+            if (auto* x = find(f, "allow_package_managers"))
+                policy.allow_package_managers = bool_value(*x, child(ppath, "allow_package_managers"));
+            if (auto* x = find(f, "allowed_domains")) {
+                const auto dpath = child(ppath, "allowed_domains");
+                const auto items = list_value(*x, dpath);
+                for (std::size_t i = 0; i < items.size(); ++i) {
+                    const auto ipath = indexed(dpath, i);
+                    if (!items[i].IsScalar()) fail(items[i].Mark(), ipath, "expected a string, got " + kind_of(items[i]));
+                    std::string why;
+                    auto rule = DomainRule::parse(items[i].Scalar(), &why);
+                    if (!rule)
+                        fail(items[i].Mark(), ipath,
+                             "invalid domain rule " + shown(items[i].Scalar()) + (why.empty() ? "" : ": " + why));
+                    policy.allowed_domains.push_back(std::move(*rule));
+                }
+            }
+            if (auto* x = find(f, "allowed_cidrs")) {
+                const auto cpath = child(ppath, "allowed_cidrs");
+                const auto items = list_value(*x, cpath);
+                for (std::size_t i = 0; i < items.size(); ++i) {
+                    const auto ipath = indexed(cpath, i);
+                    if (!items[i].IsScalar()) fail(items[i].Mark(), ipath, "expected a string, got " + kind_of(items[i]));
+                    auto cidr = parse_cidr(items[i].Scalar());
+                    if (!cidr)
+                        fail(items[i].Mark(), ipath,
+                             "expected an IP address or CIDR like 10.0.0.0/8 or fd00::/8, got " + shown(items[i].Scalar()));
+                    policy.allowed_cidrs.push_back(*cidr);
+                }
+            }
+            cfg.egress_policies.emplace(p.key, std::move(policy));
+        }
+    }
+
+    void parse_sessions(const Entry& e, Config& cfg) {
+        const std::string path = "sessions";
+        for (const auto& s : entries(e, path)) {
+            if (!is_valid_name(s.key))
+                fail(s.key_node.Mark(), path, "session names are [A-Za-z0-9_.-], got " + shown(s.key));
+            const auto spath = child(path, s.key);
+            const auto f = section(s, spath, {"vaults", "egress_policy"});
+            SessionConfig session;
+            if (auto* v = find(f, "vaults")) {
+                const auto vpath = child(spath, "vaults");
+                const auto items = list_value(*v, vpath);
+                for (std::size_t i = 0; i < items.size(); ++i) {
+                    const auto ipath = indexed(vpath, i);
+                    if (!items[i].IsScalar()) fail(items[i].Mark(), ipath, "expected a vault name, got " + kind_of(items[i]));
+                    const auto& name = items[i].Scalar();
+                    bool exists = false;
+                    for (const auto& vault : cfg.vaults) exists = exists || vault.name == name;
+                    if (!exists) {
+                        std::vector<std::string> names;
+                        for (const auto& vault : cfg.vaults) names.push_back(vault.name);
+                        fail(items[i].Mark(), ipath,
+                             "unknown vault " + shown(name) +
+                                 (names.empty() ? std::string(" (no vaults are defined)") : " (vaults: " + joined(names) + ")"));
+                    }
+                    for (const auto& earlier : session.vaults)
+                        if (earlier == name) fail(items[i].Mark(), ipath, "vault " + shown(name) + " is listed twice");
+                    session.vaults.push_back(name);
+                }
+            }
+            std::vector<std::string> policies;
+            for (const auto& [n, _] : cfg.egress_policies) policies.push_back(n);
+            const auto known = policies.empty() ? std::string(" (no egress_policies are defined)")
+                                                : " (egress_policies: " + joined(policies) + ")";
+            if (auto* p = find(f, "egress_policy")) {
+                const auto ppath = child(spath, "egress_policy");
+                session.egress_policy = string_value(*p, ppath);
+                if (!cfg.egress_policies.count(session.egress_policy))
+                    fail(where(*p), ppath, "unknown egress policy " + shown(session.egress_policy) + known);
+            } else if (!cfg.egress_policies.count(session.egress_policy)) {
+                fail(where(s), spath,
+                     "no egress_policy given and there is no policy named '" + session.egress_policy + "'" + known);
+            }
+            cfg.sessions.emplace(s.key, std::move(session));
+        }
+    }
+
+    std::string source_;
+};
+
+}  // namespace
+
+std::string ListenAddress::to_string() const {
+    if (is_unix()) return "unix:" + unix_path;
+    if (host.find(':') != std::string::npos) return "[" + host + "]:" + std::to_string(port);
+    return host + ":" + std::to_string(port);
+}
+
+bool ServiceConfig::matches(std::string_view normalised_host, std::uint16_t p) const {
+    if (p != port) return false;
+    if (!host.starts_with("*.")) return normalised_host == host;
+    // "*.example.com" covers "a.example.com" and "a.b.example.com", never
+    // "example.com" itself nor "badexample.com".
+    const std::string_view suffix = std::string_view(host).substr(1);  // ".example.com"
+    return normalised_host.size() > suffix.size() && normalised_host.ends_with(suffix);
+}
+
+std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
+    std::size_t digits = 0;
+    while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+    // 12 digits times an hour still fits in the 64-bit count.
+    if (digits == 0 || digits > 12) return std::nullopt;
+    std::int64_t value = 0;
+    for (std::size_t i = 0; i < digits; ++i) value = value * 10 + (text[i] - '0');
+    const auto unit = text.substr(digits);
+    std::int64_t scale = 0;
+    if (unit == "ms")
+        scale = 1;
+    else if (unit == "s")
+        scale = 1000;
+    else if (unit == "m")
+        scale = 60 * 1000;
+    else if (unit == "h")
+        scale = 60 * 60 * 1000;
+    else
+        return std::nullopt;
+    return std::chrono::milliseconds(value * scale);
+}
+
+Config parse_config(const std::string& yaml_text, const std::string& source_name) {
+    Parser parser(source_name);
+    std::vector<Node> docs;
+    try {
+        docs = YAML::LoadAll(yaml_text);
+    } catch (const YAML::ParserException& e) {
+        parser.fail(e.mark, "", "YAML syntax error: " + e.msg);
+    } catch (const YAML::Exception& e) {
+        parser.fail(e.mark, "", "cannot parse YAML: " + e.msg);
+    }
+    if (docs.size() > 1) parser.fail(docs[1].Mark(), "", "only one YAML document is allowed");
+    try {
+        return parser.parse(docs.empty() ? Node() : docs[0]);
+    } catch (const YAML::Exception& e) {
+        // Not expected: the parser checks types before it reads values.
+        parser.fail(e.mark, "", "cannot read YAML: " + e.msg);
+    }
+}
+
+Config load_config_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw ConfigError(path + ": cannot read config file: " + std::strerror(errno));
+    std::string text;
+    char buf[8192];
+    while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+        text.append(buf, static_cast<std::size_t>(in.gcount()));
+        if (text.size() > max_config_bytes)
+            throw ConfigError(path + ": config file is larger than " + std::to_string(max_config_bytes) + " bytes");
+    }
+    if (in.bad()) throw ConfigError(path + ": cannot read config file: " + std::strerror(errno));
+    return parse_config(text, path);
+}
+
+}  // namespace vaultgate

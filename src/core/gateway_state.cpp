@@ -1,0 +1,237 @@
+// The snapshot the proxy decides with, and the reading of credential values
+// that turns a Config into one.
+#include "vaultgate/gateway_state.hpp"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace vaultgate {
+
+namespace {
+
+// Credentials are API keys and tokens; a cap keeps a wrong path (a log, a
+// device) from being read into memory whole.
+constexpr std::size_t max_credential_bytes = 64 * 1024;
+
+class Fd {
+public:
+    explicit Fd(int fd) : fd_(fd) {}
+    Fd(const Fd&) = delete;
+    Fd& operator=(const Fd&) = delete;
+    ~Fd() {
+        if (fd_ >= 0) ::close(fd_);
+    }
+    int get() const { return fd_; }
+
+private:
+    int fd_;
+};
+
+// Reads a credential file into `out`. On failure returns the reason. The
+// buffer is sized once up front, so no reallocation leaves an unwiped copy.
+std::optional<std::string> read_secret_file(const std::string& path, std::string& out) {
+    Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
+    if (fd.get() < 0) return std::string(std::strerror(errno));
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) return std::string(std::strerror(errno));
+    // A FIFO or a device could block or never end.
+    if (!S_ISREG(st.st_mode)) return std::string("not a regular file");
+
+    std::string buf(max_credential_bytes + 1, '\0');
+    std::size_t got = 0;
+    while (got < buf.size()) {
+        const ssize_t n = ::read(fd.get(), buf.data() + got, buf.size() - got);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            const std::string reason = std::strerror(errno);
+            wipe_string(buf);
+            return reason;
+        }
+        if (n == 0) break;
+        got += static_cast<std::size_t>(n);
+    }
+    if (got > max_credential_bytes) {
+        wipe_string(buf);
+        return "larger than " + std::to_string(max_credential_bytes) + " bytes";
+    }
+    // Editors and `echo` end files with a newline that is not part of the key.
+    std::size_t len = got;
+    if (len > 0 && buf[len - 1] == '\n') {
+        --len;
+        if (len > 0 && buf[len - 1] == '\r') --len;
+    }
+    out.assign(buf.data(), len);
+    wipe_string(buf);
+    return std::nullopt;
+}
+
+// A credential goes into a header line or a query string; a CR, LF or NUL in
+// it would split the request. Refused here so injection never sees one.
+bool has_control_bytes(std::string_view s) {
+    for (char c : s) {
+        const auto u = static_cast<unsigned char>(c);
+        if (u < 0x20 || u == 0x7f) return true;
+    }
+    return false;
+}
+
+std::string source_prefix(const Config& config) {
+    return config.source_path.empty() ? std::string() : config.source_path + ": ";
+}
+
+Vault build_vault(const Config& config, std::size_t index, std::vector<std::string>& warnings) {
+    const VaultConfig& vc = config.vaults[index];
+    Vault vault;
+    vault.id = vc.name;
+    vault.name = vc.name;
+    vault.from_config = true;
+
+    for (const auto& [name, src] : vc.credentials) {
+        std::string value;
+        std::string origin;
+        if (src.kind == CredentialSource::Kind::env) {
+            origin = "env " + src.ref;
+            if (const char* v = std::getenv(src.ref.c_str())) value = v;
+        } else {
+            origin = "file " + src.ref;
+            if (auto err = read_secret_file(src.ref, value)) {
+                throw ConfigError(source_prefix(config) + "vaults[" + std::to_string(index) + "].credentials." + name +
+                                  ": cannot read " + src.ref + ": " + *err);
+            }
+        }
+        if (value.empty()) {
+            warnings.push_back("vault " + vc.name + ": credential " + name + " is not set (" + origin + ")");
+            continue;
+        }
+        if (has_control_bytes(value)) {
+            wipe_string(value);
+            warnings.push_back("vault " + vc.name + ": credential " + name +
+                               " contains control characters and is not used (" + origin + ")");
+            continue;
+        }
+        Secret secret(std::move(value));
+        // A short value lives in the string's inline buffer, which a move copies.
+        wipe_string(value);
+        vault.credentials.emplace(name, std::move(secret));
+    }
+
+    for (std::size_t i = 0; i < vc.services.size(); ++i)
+        vault.services.push_back(ServiceBinding{vc.name + "/" + std::to_string(i), vc.services[i]});
+    return vault;
+}
+
+// Splits at '/' and at the encoded or backslash spellings some origins also
+// treat as separators, and reports whether any segment is "." or "..",
+// literally or percent-encoded. Such a path may be resolved by the origin to
+// somewhere outside the prefix it textually lies under.
+bool has_dot_segment(std::string_view path) {
+    std::string seg;
+    auto is_dot_segment = [](const std::string& s) { return s == "." || s == ".."; };
+    for (std::size_t i = 0; i < path.size(); ++i) {
+        const char c = path[i];
+        if (c == '/' || c == '\\') {
+            if (is_dot_segment(seg)) return true;
+            seg.clear();
+            continue;
+        }
+        if (c == '%' && i + 2 < path.size()) {
+            const char hi = path[i + 1];
+            const char lo = static_cast<char>(path[i + 2] | 0x20);
+            if (hi == '2' && lo == 'e') {
+                seg += '.';
+                i += 2;
+                continue;
+            }
+            if ((hi == '2' && lo == 'f') || (hi == '5' && lo == 'c')) {
+                if (is_dot_segment(seg)) return true;
+                seg.clear();
+                i += 2;
+                continue;
+            }
+        }
+        seg += c;
+    }
+    return is_dot_segment(seg);
+}
+
+}  // namespace
+
+bool path_has_prefix(std::string_view path, std::string_view prefix) {
+    // Only the path is compared; a query string belongs to no prefix.
+    if (const auto q = path.find_first_of("?#"); q != std::string_view::npos) path = path.substr(0, q);
+    if (prefix == "/") return true;
+    if (prefix.empty() || !path.starts_with(prefix)) return false;
+    if (path.size() != prefix.size() && prefix.back() != '/' && path[prefix.size()] != '/') return false;
+    return !has_dot_segment(path);
+}
+
+const Session* GatewayState::find_session(std::string_view id) const {
+    const auto it = sessions.find(std::string(id));
+    return it == sessions.end() ? nullptr : &it->second;
+}
+
+const Session* GatewayState::default_session_ptr() const {
+    return default_session ? find_session(*default_session) : nullptr;
+}
+
+std::vector<Binding> GatewayState::bindings_for(const Session& s, std::string_view host, std::uint16_t port) const {
+    std::vector<Binding> out;
+    for (const auto& vault_name : s.vault_names) {
+        const auto it = vaults.find(vault_name);
+        if (it == vaults.end()) continue;
+        const Vault& vault = it->second;
+        for (const auto& service : vault.services) {
+            if (!service.config.matches(host, port)) continue;
+            const auto cred = vault.credentials.find(service.config.auth.key);
+            out.push_back(Binding{&vault, &service, cred == vault.credentials.end() ? nullptr : &cred->second});
+        }
+    }
+    return out;
+}
+
+std::optional<Binding> GatewayState::binding_for_request(const Session& s, std::string_view host, std::uint16_t port,
+                                                         std::string_view path) const {
+    for (const auto& b : bindings_for(s, host, port))
+        if (path_has_prefix(path, b.service->config.path_prefix)) return b;
+    return std::nullopt;
+}
+
+Route GatewayState::route(const Session& s, const Authority& dest, EgressKind kind) const {
+    // A bound host is only ever intercepted inside CONNECT: a secret goes out
+    // over verified TLS or not at all, so plain http:// to it is just traffic
+    // for the policy to judge.
+    if (kind == EgressKind::connect && !bindings_for(s, dest.host, dest.port).empty())
+        return Route{RouteKind::mitm, DenyReason::none};
+    const DenyReason reason = check_destination(s.policy, dest, kind);
+    if (reason == DenyReason::none) return Route{RouteKind::tunnel, DenyReason::none};
+    return Route{RouteKind::denied, reason};
+}
+
+std::shared_ptr<const GatewayState> build_state(const Config& config, std::vector<std::string>& warnings) {
+    auto state = std::make_shared<GatewayState>();
+    for (std::size_t i = 0; i < config.vaults.size(); ++i) {
+        Vault vault = build_vault(config, i, warnings);
+        const std::string name = vault.name;
+        state->vaults.emplace(name, std::move(vault));
+    }
+    for (const auto& [name, sc] : config.sessions) {
+        const auto policy = config.egress_policies.find(sc.egress_policy);
+        // parse_config checks this; a Config built by hand may not have been.
+        if (policy == config.egress_policies.end())
+            throw ConfigError(source_prefix(config) + "sessions." + name + ".egress_policy: unknown egress policy '" +
+                              sc.egress_policy + "'");
+        Session session;
+        session.id = name;
+        session.vault_names = sc.vaults;
+        session.policy = policy->second;
+        state->sessions.emplace(name, std::move(session));
+    }
+    if (state->sessions.count("default")) state->default_session = "default";
+    return state;
+}
+
+}  // namespace vaultgate

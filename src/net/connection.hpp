@@ -1,0 +1,30 @@
+#pragma once
+// Entry points of one accepted client connection.
+#include "runtime.hpp"
+#include "watchdog.hpp"
+#include "vaultgate/host.hpp"
+
+#include <memory>
+#include <string>
+
+namespace vaultgate::net {
+
+struct ClientContext {
+    std::shared_ptr<Runtime> rt;
+    std::shared_ptr<Watchdog> watchdog;
+    std::string client_ip;
+    std::string session_id;
+};
+
+// The explicit proxy listener: reads CONNECT or an absolute-form request and dispatches.
+awaitable<void> handle_proxy_client(std::shared_ptr<Runtime> rt, tcp::socket client);
+
+// After "200 Connection established" to a bound host: TLS with a minted leaf and
+// the request loop that injects credentials.
+awaitable<void> run_mitm(ClientContext ctx, tcp::socket client, Authority dest);
+
+// After "200 Connection established" to an allowed host: bytes spliced both ways.
+awaitable<void> run_tunnel(ClientContext ctx, tcp::socket client, tcp::socket upstream, Authority dest,
+                           std::string leftover);
+
+}  // namespace vaultgate::net

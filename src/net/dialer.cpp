@@ -1,0 +1,126 @@
+#include "dialer.hpp"
+
+namespace vaultgate::net {
+
+IpAddress to_ip_address(const asio::ip::address& a) {
+    IpAddress ip;
+    if (a.is_v4()) {
+        auto b = a.to_v4().to_bytes();
+        ip = IpAddress::v4(b[0], b[1], b[2], b[3]);
+    } else {
+        ip.v6 = true;
+        auto b = a.to_v6().to_bytes();
+        std::copy(b.begin(), b.end(), ip.bytes.begin());
+    }
+    return ip;
+}
+
+namespace {
+
+asio::ip::address to_asio(const IpAddress& ip) {
+    if (!ip.v6) return asio::ip::address_v4({ip.bytes[0], ip.bytes[1], ip.bytes[2], ip.bytes[3]});
+    asio::ip::address_v6::bytes_type b;
+    std::copy(ip.bytes.begin(), ip.bytes.end(), b.begin());
+    return asio::ip::address_v6(b);
+}
+
+// An IPv4-mapped IPv6 address compares as its IPv4 form.
+asio::ip::address unmapped(const asio::ip::address& a) {
+    if (a.is_v6() && a.to_v6().is_v4_mapped())
+        return asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6());
+    return a;
+}
+
+}  // namespace
+
+bool is_self_endpoint(const Runtime& rt, const tcp::endpoint& ep) {
+    auto addr = unmapped(ep.address());
+    for (const auto& self : rt.self_endpoints) {
+        if (self.port() != ep.port()) continue;
+        auto self_addr = unmapped(self.address());
+        // A wildcard listener answers on every local address; loopback and the
+        // wildcard itself are certainly local, other local addresses are caught
+        // by the private-address rule unless an operator allowed them.
+        if (self_addr == addr) return true;
+        if (self_addr.is_unspecified() && (addr.is_loopback() || addr.is_unspecified())) return true;
+    }
+    return false;
+}
+
+awaitable<DialOutcome> dial_checked(const Runtime& rt, const EgressPolicy& policy, const Authority& dest,
+                                    tcp::socket& socket, Watchdog& watchdog) {
+    DialOutcome out;
+    std::vector<tcp::endpoint> candidates;
+    bool pinned = false;
+
+    if (dest.kind != HostKind::name) {
+        auto ip = parse_ip_strict(dest.host);
+        if (!ip) {
+            out.denied = DenyReason::ip_literal_not_allowed;
+            co_return out;
+        }
+        candidates.emplace_back(to_asio(*ip), dest.port);
+    } else if (auto it = rt.config.upstream_resolve.find(dest.host); it != rt.config.upstream_resolve.end()) {
+        auto ip = parse_ip_strict(it->second);
+        if (!ip) {
+            out.error = asio::error::host_not_found;
+            co_return out;
+        }
+        pinned = true;
+        candidates.emplace_back(to_asio(*ip), dest.port);
+    } else {
+        tcp::resolver resolver(socket.get_executor());
+        watchdog.arm(rt.config.limits.connect_timeout);
+        auto [ec, results] = co_await resolver.async_resolve(dest.host, std::to_string(dest.port),
+                                                             tcp::resolver::numeric_service, use_tuple);
+        if (watchdog.expired()) {
+            out.timed_out = true;
+            co_return out;
+        }
+        if (ec || results.empty()) {
+            out.error = ec ? ec : asio::error::host_not_found;
+            co_return out;
+        }
+        for (const auto& r : results) candidates.push_back(r.endpoint());
+    }
+
+    // Every candidate is checked before any is dialled: one denied answer
+    // refuses the name, so DNS cannot mix a private address into a public set.
+    for (const auto& ep : candidates) {
+        if (is_self_endpoint(rt, ep)) {
+            out.denied = DenyReason::self_connection;
+            co_return out;
+        }
+        auto reason = check_address(policy, to_ip_address(ep.address()), pinned);
+        if (reason != DenyReason::none) {
+            out.denied = reason;
+            co_return out;
+        }
+    }
+
+    watchdog.watch(socket);
+    for (const auto& ep : candidates) {
+        error_code ignored;
+        socket.close(ignored);
+        watchdog.arm(rt.config.limits.connect_timeout);
+        auto [ec] = co_await socket.async_connect(ep, use_tuple);
+        if (watchdog.expired()) {
+            out.timed_out = true;
+            break;
+        }
+        if (!ec) {
+            socket.set_option(tcp::no_delay(true), ignored);
+            out.peer = ep;
+            out.error = {};
+            watchdog.unwatch(socket);
+            co_return out;
+        }
+        out.error = ec;
+    }
+    watchdog.unwatch(socket);
+    error_code ignored;
+    socket.close(ignored);
+    co_return out;
+}
+
+}  // namespace vaultgate::net

@@ -1,0 +1,192 @@
+#pragma once
+// Reading message heads and moving bodies between streams, with the limits and
+// timeouts of one connection. Templates over the stream type: plain TCP for
+// absolute-form HTTP, TLS for the MITM path and upstreams.
+#include "read_buffer.hpp"
+#include "types.hpp"
+#include "watchdog.hpp"
+#include "vaultgate/http_message.hpp"
+
+#include <string>
+
+namespace vaultgate::net {
+
+enum class HeadOutcome {
+    ok,
+    closed_clean,  // peer closed before sending any byte of a new head
+    closed_early,  // peer closed in the middle of a head
+    timed_out,
+    io_error,
+    invalid,       // see ParseResult for status and reason
+};
+
+struct HeadTimeouts {
+    clock::duration first_byte;   // idle wait before a head starts
+    clock::duration complete;     // from the first byte to the end of the head
+};
+
+// Reads until `parse` completes a head from `buf`. The head's bytes are consumed;
+// whatever follows stays in buf.
+template <class Stream, class Head, class ParseFn>
+awaitable<HeadOutcome> read_head(Stream& stream, ReadBuffer& buf, Head& head, ParseFn parse,
+                                 const HeadLimits& limits, Watchdog& watchdog, HeadTimeouts timeouts,
+                                 ParseResult& result) {
+    bool started = !buf.empty();
+    watchdog.arm(started ? timeouts.complete : timeouts.first_byte);
+    for (;;) {
+        if (!buf.empty()) {
+            result = parse(buf.view(), limits, head);
+            if (result.status == ParseStatus::complete) {
+                buf.consume(result.consumed);
+                co_return HeadOutcome::ok;
+            }
+            if (result.status == ParseStatus::error) co_return HeadOutcome::invalid;
+        }
+        std::size_t len = 0;
+        char* space = buf.prepare(len);
+        auto [ec, n] = co_await stream.async_read_some(asio::buffer(space, len), use_tuple);
+        buf.commit(n);
+        if (n > 0 && !started) {
+            started = true;
+            watchdog.arm(timeouts.complete);
+        }
+        if (ec) {
+            if (watchdog.expired()) co_return HeadOutcome::timed_out;
+            if (n > 0) continue;  // parse what arrived with the error first
+            if (!started) co_return HeadOutcome::closed_clean;
+            co_return (ec == asio::error::eof || ec == ssl::error::stream_truncated) ? HeadOutcome::closed_early
+                                                                                     : HeadOutcome::io_error;
+        }
+    }
+}
+
+template <class Stream>
+awaitable<error_code> write_all(Stream& stream, std::string_view data, Watchdog& watchdog,
+                                clock::duration timeout) {
+    watchdog.arm(timeout);
+    auto [ec, n] = co_await asio::async_write(stream, asio::buffer(data.data(), data.size()), use_tuple);
+    co_return ec;
+}
+
+enum class BodyOutcome {
+    ok,
+    source_closed,   // the sender closed before the body ended
+    source_error,
+    sink_error,
+    timed_out,
+    invalid,         // chunked framing error (reason in error)
+};
+
+struct BodyResult {
+    BodyOutcome outcome = BodyOutcome::ok;
+    std::uint64_t bytes = 0;     // payload bytes moved
+    std::string error;
+};
+
+// Calls `sink(std::string_view payload)` -> awaitable<error_code> for each piece of
+// the body of length `length`, starting with what is already in buf.
+template <class Stream, class Sink>
+awaitable<BodyResult> read_fixed_body(Stream& stream, ReadBuffer& buf, std::uint64_t length, Watchdog& watchdog,
+                                      clock::duration idle, Sink sink) {
+    BodyResult r;
+    std::uint64_t left = length;
+    while (left > 0) {
+        if (buf.empty()) {
+            watchdog.arm(idle);
+            std::size_t len = 0;
+            char* space = buf.prepare(len);
+            auto [ec, n] = co_await stream.async_read_some(asio::buffer(space, len), use_tuple);
+            buf.commit(n);
+            if (n == 0 && ec) {
+                r.outcome = watchdog.expired() ? BodyOutcome::timed_out
+                            : (ec == asio::error::eof || ec == ssl::error::stream_truncated)
+                                ? BodyOutcome::source_closed
+                                : BodyOutcome::source_error;
+                co_return r;
+            }
+        }
+        auto take = static_cast<std::size_t>(std::min<std::uint64_t>(left, buf.size()));
+        if (auto ec = co_await sink(buf.view().substr(0, take))) {
+            r.outcome = watchdog.expired() ? BodyOutcome::timed_out : BodyOutcome::sink_error;
+            co_return r;
+        }
+        buf.consume(take);
+        left -= take;
+        r.bytes += take;
+    }
+    co_return r;
+}
+
+// Decodes a chunked body; `sink` gets decoded payload pieces. Stops at the end
+// of the last chunk and its trailers, leaving any following bytes in buf.
+template <class Stream, class Sink>
+awaitable<BodyResult> read_chunked_body(Stream& stream, ReadBuffer& buf, const ChunkLimits& limits,
+                                        Watchdog& watchdog, clock::duration idle, Sink sink) {
+    BodyResult r;
+    ChunkedDecoder decoder(limits);
+    std::string decoded;
+    for (;;) {
+        if (!buf.empty()) {
+            decoded.clear();
+            auto step = decoder.feed(buf.view(), decoded);
+            buf.consume(step.consumed);
+            if (step.status == ChunkedDecoder::Status::error) {
+                r.outcome = BodyOutcome::invalid;
+                r.error = decoder.error();
+                co_return r;
+            }
+            if (!decoded.empty()) {
+                r.bytes += decoded.size();
+                if (auto ec = co_await sink(std::string_view(decoded))) {
+                    r.outcome = watchdog.expired() ? BodyOutcome::timed_out : BodyOutcome::sink_error;
+                    co_return r;
+                }
+            }
+            if (step.status == ChunkedDecoder::Status::done) co_return r;
+            if (!buf.empty()) continue;
+        }
+        watchdog.arm(idle);
+        std::size_t len = 0;
+        char* space = buf.prepare(len);
+        auto [ec, n] = co_await stream.async_read_some(asio::buffer(space, len), use_tuple);
+        buf.commit(n);
+        if (n == 0 && ec) {
+            r.outcome = watchdog.expired() ? BodyOutcome::timed_out
+                        : (ec == asio::error::eof || ec == ssl::error::stream_truncated) ? BodyOutcome::source_closed
+                                                                                         : BodyOutcome::source_error;
+            co_return r;
+        }
+    }
+}
+
+// Reads until the sender closes (responses without framing).
+template <class Stream, class Sink>
+awaitable<BodyResult> read_until_close(Stream& stream, ReadBuffer& buf, Watchdog& watchdog, clock::duration idle,
+                                       Sink sink) {
+    BodyResult r;
+    for (;;) {
+        if (!buf.empty()) {
+            auto piece = buf.view();
+            if (auto ec = co_await sink(piece)) {
+                r.outcome = watchdog.expired() ? BodyOutcome::timed_out : BodyOutcome::sink_error;
+                co_return r;
+            }
+            r.bytes += piece.size();
+            buf.consume(piece.size());
+        }
+        watchdog.arm(idle);
+        std::size_t len = 0;
+        char* space = buf.prepare(len);
+        auto [ec, n] = co_await stream.async_read_some(asio::buffer(space, len), use_tuple);
+        buf.commit(n);
+        if (n == 0 && ec) {
+            // For an unframed body the close is the end; a truncated TLS close is
+            // what many servers send, so it counts as the end too.
+            if (ec == asio::error::eof || ec == ssl::error::stream_truncated) co_return r;
+            r.outcome = watchdog.expired() ? BodyOutcome::timed_out : BodyOutcome::source_error;
+            co_return r;
+        }
+    }
+}
+
+}  // namespace vaultgate::net

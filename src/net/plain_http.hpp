@@ -1,0 +1,14 @@
+#pragma once
+// Absolute-form http:// requests on the proxy listener: allowed only when the
+// session's policy has allow_http for the host; never injected.
+#include "connection.hpp"
+#include "read_buffer.hpp"
+#include "vaultgate/gateway_state.hpp"
+#include "vaultgate/http_message.hpp"
+
+namespace vaultgate::net {
+
+awaitable<void> handle_plain_http(ClientContext ctx, tcp::socket client, ReadBuffer& buf, RequestHead req,
+                                  std::shared_ptr<const GatewayState> state, clock::time_point start);
+
+}  // namespace vaultgate::net

@@ -1,0 +1,188 @@
+// The explicit proxy listener's side of a connection: read the first request
+// (CONNECT or absolute-form), find the session, decide mitm / tunnel / denied,
+// and hand over. Nothing the client sends after a refused request is read, so
+// pipelined bytes never reach anyone.
+#include "connection.hpp"
+#include "dialer.hpp"
+#include "http_io.hpp"
+#include "plain_http.hpp"
+#include "proxy_responses.hpp"
+#include "session_auth.hpp"
+#include "splice.hpp"
+#include "vaultgate/diag_log.hpp"
+
+namespace vaultgate::net {
+
+namespace {
+
+constexpr std::string_view connection_established = "HTTP/1.1 200 Connection established\r\n\r\n";
+
+double ms_since(clock::time_point start) {
+    return std::chrono::duration<double, std::milli>(clock::now() - start).count();
+}
+
+AccessLogEntry entry_for(const ClientContext& ctx, std::string_view ingress, std::string_view method,
+                         const Authority& dest, clock::time_point start) {
+    AccessLogEntry e;
+    e.ts = std::chrono::system_clock::now();
+    e.session = ctx.session_id;
+    e.ingress = std::string(ingress);
+    e.method = std::string(method);
+    e.host = dest.host;
+    e.port = dest.port;
+    e.ms = ms_since(start);
+    e.client = ctx.client_ip;
+    return e;
+}
+
+awaitable<void> refuse(ClientContext& ctx, tcp::socket& client, std::string response) {
+    co_await write_all(client, response, *ctx.watchdog, ctx.rt->config.limits.idle_timeout);
+    error_code ignored;
+    client.shutdown(tcp::socket::shutdown_send, ignored);
+}
+
+awaitable<void> deny(ClientContext& ctx, tcp::socket& client, DenyReason reason, const Authority& dest,
+                     std::string_view method, clock::time_point start) {
+    auto e = entry_for(ctx, "denied", method, dest, start);
+    e.status = 403;
+    e.reason = std::string(deny_reason_name(reason));
+    ctx.rt->log->write(e);
+    co_await refuse(ctx, client, denied_response(reason, dest));
+}
+
+awaitable<void> handle_connect(ClientContext ctx, tcp::socket client, ReadBuffer& buf, const RequestHead& req,
+                               const Session& session, const GatewayState& state, clock::time_point start) {
+    auto parsed = parse_authority(req.target, 0);
+    if (!parsed) {
+        auto e = entry_for(ctx, "denied", "CONNECT", Authority{}, start);
+        e.status = 400;
+        e.reason = "bad_authority";
+        ctx.rt->log->write(e);
+        co_await refuse(ctx, client,
+                        error_response(400, "bad_authority",
+                                       std::string("CONNECT target: ") + std::string(host_error_text(parsed.error)),
+                                       true));
+        co_return;
+    }
+    Authority dest = *parsed.authority;
+    auto route = state.route(session, dest, EgressKind::connect);
+
+    if (route.kind == RouteKind::denied) {
+        co_await deny(ctx, client, route.reason, dest, "CONNECT", start);
+        co_return;
+    }
+    if (route.kind == RouteKind::mitm) {
+        // The TLS handshake must start after our 200; bytes sent before it would
+        // be a ClientHello we cannot hand to the TLS layer.
+        if (!buf.empty()) {
+            co_await refuse(ctx, client,
+                            error_response(400, "early_data", "send the TLS handshake after the 200 response", true));
+            co_return;
+        }
+        if (co_await write_all(client, connection_established, *ctx.watchdog, ctx.rt->config.limits.idle_timeout))
+            co_return;
+        co_await run_mitm(std::move(ctx), std::move(client), std::move(dest));
+        co_return;
+    }
+
+    tcp::socket upstream(client.get_executor());
+    auto dialed = co_await dial_checked(*ctx.rt, session.policy, dest, upstream, *ctx.watchdog);
+    if (dialed.denied != DenyReason::none) {
+        co_await deny(ctx, client, dialed.denied, dest, "CONNECT", start);
+        co_return;
+    }
+    if (!dialed.ok()) {
+        int status = dialed.timed_out ? 504 : 502;
+        auto e = entry_for(ctx, "tunnel", "CONNECT", dest, start);
+        e.status = status;
+        e.reason = dialed.timed_out ? "upstream_timeout" : "upstream_unreachable";
+        ctx.rt->log->write(e);
+        co_await refuse(ctx, client,
+                        error_response(status, e.reason,
+                                       dialed.timed_out ? "the destination did not answer in time"
+                                                        : "cannot connect to the destination",
+                                       true));
+        co_return;
+    }
+    if (co_await write_all(client, connection_established, *ctx.watchdog, ctx.rt->config.limits.idle_timeout))
+        co_return;
+    std::string leftover(buf.view());
+    co_await run_tunnel(std::move(ctx), std::move(client), std::move(upstream), std::move(dest), std::move(leftover));
+}
+
+}  // namespace
+
+awaitable<void> run_tunnel(ClientContext ctx, tcp::socket client, tcp::socket upstream, Authority dest,
+                           std::string leftover) {
+    auto start = clock::now();
+    auto& wd = *ctx.watchdog;
+    wd.watch(upstream);
+    SpliceCounters counters;
+    bool ok = true;
+    if (!leftover.empty()) {
+        ok = !co_await write_all(upstream, leftover, wd, ctx.rt->config.limits.idle_timeout);
+        counters.up += leftover.size();
+    }
+    if (ok) co_await splice(client, upstream, wd, ctx.rt->config.limits.idle_timeout, counters);
+    auto e = entry_for(ctx, "tunnel", "CONNECT", dest, start);
+    e.status = 200;
+    e.bytes_up = counters.up;
+    e.bytes_down = counters.down;
+    ctx.rt->log->write(e);
+    wd.unwatch(upstream);
+    error_code ignored;
+    upstream.close(ignored);
+}
+
+awaitable<void> handle_proxy_client(std::shared_ptr<Runtime> rt, tcp::socket client) {
+    auto start = clock::now();
+    ClientContext ctx;
+    ctx.rt = rt;
+    ctx.watchdog = std::make_shared<Watchdog>(client.get_executor());
+    ctx.watchdog->start();
+    ctx.watchdog->watch(client);
+    auto watchdog = ctx.watchdog;  // ctx moves into the handler below
+    error_code ec;
+    auto peer = client.remote_endpoint(ec);
+    if (!ec) ctx.client_ip = peer.address().to_string();
+    client.set_option(tcp::no_delay(true), ec);
+
+    const auto& limits = rt->config.limits;
+    HeadLimits head_limits;
+    head_limits.max_head_bytes = limits.header_bytes;
+    head_limits.max_header_count = limits.header_count;
+    head_limits.max_request_line = std::min<std::size_t>(limits.header_bytes, 16384);
+
+    ReadBuffer buf(4096);
+    RequestHead req;
+    ParseResult parsed;
+    auto outcome = co_await read_head(client, buf, req, parse_request_head, head_limits, *ctx.watchdog,
+                                      {limits.handshake_timeout, limits.handshake_timeout}, parsed);
+    if (outcome == HeadOutcome::invalid) {
+        co_await refuse(ctx, client, error_response(parsed.http_status, "bad_request", parsed.reason, true));
+    } else if (outcome == HeadOutcome::timed_out && !buf.empty()) {
+        co_await refuse(ctx, client, error_response(408, "request_timeout", "the request did not arrive in time", true));
+    } else if (outcome == HeadOutcome::ok) {
+        auto state = rt->snapshot();
+        auto auth = authenticate_session(*state, req, ctx.client_ip);
+        if (!auth.session) {
+            auto e = entry_for(ctx, "denied", req.method, Authority{}, start);
+            e.status = 407;
+            e.reason = "session_required";
+            rt->log->write(e);
+            co_await refuse(ctx, client, proxy_auth_required_response());
+        } else {
+            ctx.session_id = auth.session->id;
+            if (req.method == "CONNECT") {
+                co_await handle_connect(std::move(ctx), std::move(client), buf, req, *auth.session, *state, start);
+            } else {
+                co_await handle_plain_http(std::move(ctx), std::move(client), buf, std::move(req), state, start);
+            }
+        }
+    }
+    watchdog->stop();
+    error_code ignored;
+    client.close(ignored);
+}
+
+}  // namespace vaultgate::net

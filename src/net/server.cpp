@@ -1,0 +1,208 @@
+// Listeners and worker threads. One io_context per worker thread: a connection
+// lives on one thread for its whole life, so its coroutines need no locks; the
+// accept loop hands new sockets out round-robin.
+#include "vaultgate/server.hpp"
+
+#include "connection.hpp"
+#include "runtime.hpp"
+#include "tls_contexts.hpp"
+#include "vaultgate/diag_log.hpp"
+
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+namespace vaultgate {
+
+namespace {
+
+using namespace vaultgate::net;
+
+tcp::endpoint endpoint_of(const ListenAddress& a) {
+    error_code ec;
+    auto addr = asio::ip::make_address(a.host, ec);
+    if (ec) throw std::runtime_error("listen address " + a.to_string() + " is not an IP address");
+    return {addr, a.port};
+}
+
+class GatewayServer final : public Server {
+public:
+    GatewayServer(const Config& config, std::shared_ptr<const GatewayState> state, ServerOptions options)
+        : runtime_(std::make_shared<Runtime>()) {
+        auto& rt = *runtime_;
+        rt.config = config;
+        rt.state.store(std::move(state));
+        rt.ca = CertificateAuthority::load(config.ca_cert, config.ca_key);
+        rt.leaves = std::make_unique<LeafCache>(*rt.ca);
+        configure_client_facing_context(rt.client_facing_tls);
+        configure_upstream_context(rt.upstream_tls, config.upstream_ca_file);
+        rt.log = std::make_unique<AccessLog>(config.log_access);
+
+        unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+        for (unsigned i = 0; i < threads; ++i) {
+            contexts_.push_back(std::make_unique<asio::io_context>(1));
+            guards_.emplace_back(asio::make_work_guard(*contexts_.back()));
+        }
+    }
+
+    ~GatewayServer() override {
+        stop(std::chrono::milliseconds(0));
+        wait();
+    }
+
+    void start() override {
+        auto& main = *contexts_.front();
+        proxy_acceptor_ = std::make_unique<tcp::acceptor>(main);
+        open_acceptor(*proxy_acceptor_, endpoint_of(runtime_->config.listen_proxy), "listen.proxy");
+        runtime_->self_endpoints.push_back(proxy_acceptor_->local_endpoint());
+        // The admin listener is refused as a destination too, even before it runs.
+        if (!runtime_->config.listen_admin.is_unix()) {
+            auto admin = endpoint_of(runtime_->config.listen_admin);
+            if (admin.port() != 0) runtime_->self_endpoints.push_back(admin);
+        }
+        asio::co_spawn(main, accept_loop(runtime_, proxy_acceptor_.get(), this), [](std::exception_ptr e) {
+            if (e) log_error("accept loop ended with an exception");
+        });
+        for (auto& ctx : contexts_) {
+            threads_.emplace_back([c = ctx.get()] {
+                for (;;) {
+                    try {
+                        c->run();
+                        return;
+                    } catch (const std::exception& e) {
+                        log_error(std::string("worker: unexpected exception: ") + e.what());
+                    }
+                }
+            });
+        }
+        log_info("vaultgate listening: proxy " + format_endpoint(proxy_acceptor_->local_endpoint()));
+    }
+
+    void stop(std::chrono::milliseconds drain) override {
+        {
+            std::lock_guard lock(stop_mutex_);
+            if (stopping_) return;
+            stopping_ = true;
+        }
+        runtime_->draining = true;
+        if (proxy_acceptor_) {
+            asio::post(contexts_.front()->get_executor(), [this] {
+                error_code ignored;
+                proxy_acceptor_->close(ignored);
+            });
+        }
+        // In-flight connections get up to `drain` to finish; then everything stops.
+        auto deadline = clock::now() + drain;
+        {
+            std::unique_lock lock(active_mutex_);
+            active_cv_.wait_until(lock, deadline, [this] { return active_ == 0; });
+        }
+        for (auto& g : guards_) g.reset();
+        for (auto& c : contexts_) c->stop();
+    }
+
+    void wait() override {
+        for (auto& t : threads_)
+            if (t.joinable()) t.join();
+    }
+
+    std::uint16_t proxy_port() const override { return proxy_acceptor_ ? proxy_acceptor_->local_endpoint().port() : 0; }
+
+    void replace_state(std::shared_ptr<const GatewayState> state) override {
+        runtime_->state.store(std::move(state), std::memory_order_release);
+    }
+    std::shared_ptr<const GatewayState> state() const override { return runtime_->snapshot(); }
+    AccessLog& access_log() override { return *runtime_->log; }
+
+private:
+    static std::string format_endpoint(const tcp::endpoint& ep) {
+        return ep.address().is_v6() ? "[" + ep.address().to_string() + "]:" + std::to_string(ep.port())
+                                    : ep.address().to_string() + ":" + std::to_string(ep.port());
+    }
+
+    static void open_acceptor(tcp::acceptor& acceptor, const tcp::endpoint& ep, const std::string& key) {
+        error_code ec;
+        acceptor.open(ep.protocol(), ec);
+        if (!ec) acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+        if (!ec) acceptor.bind(ep, ec);
+        if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
+        if (ec) throw std::runtime_error(key + ": cannot listen on " + format_endpoint(ep) + ": " + ec.message());
+    }
+
+    asio::io_context& next_context() {
+        auto& c = *contexts_[next_++ % contexts_.size()];
+        return c;
+    }
+
+    void connection_started() {
+        std::lock_guard lock(active_mutex_);
+        ++active_;
+    }
+    void connection_ended() {
+        std::lock_guard lock(active_mutex_);
+        if (--active_ == 0) active_cv_.notify_all();
+    }
+
+    static awaitable<void> serve_connection(std::shared_ptr<Runtime> rt, tcp::socket socket, GatewayServer* self) {
+        try {
+            co_await handle_proxy_client(rt, std::move(socket));
+        } catch (const std::exception& e) {
+            log_error(std::string("connection: unexpected exception: ") + e.what());
+        }
+        self->connection_ended();
+    }
+
+    static awaitable<void> accept_loop(std::shared_ptr<Runtime> rt, tcp::acceptor* acceptor, GatewayServer* self) {
+        asio::steady_timer backoff(acceptor->get_executor());
+        while (acceptor->is_open()) {
+            auto& target = self->next_context();
+            auto [ec, socket] = co_await acceptor->async_accept(target, use_tuple);
+            if (ec) {
+                if (ec == asio::error::operation_aborted || !acceptor->is_open()) break;
+                // EMFILE/ENFILE/ENOBUFS: the pending connection stays queued; pausing
+                // keeps the loop from spinning until descriptors free up.
+                log_warn("accept failed: " + ec.message());
+                backoff.expires_after(std::chrono::milliseconds(100));
+                co_await backoff.async_wait(use_tuple);
+                continue;
+            }
+            if (self->active_count() >= rt->config.limits.max_connections) {
+                error_code ignored;
+                socket.close(ignored);
+                continue;
+            }
+            self->connection_started();
+            auto ex = socket.get_executor();
+            asio::co_spawn(ex, serve_connection(rt, std::move(socket), self), [](std::exception_ptr e) {
+                if (e) log_error("connection coroutine ended with an exception");
+            });
+        }
+    }
+
+    std::size_t active_count() {
+        std::lock_guard lock(active_mutex_);
+        return active_;
+    }
+
+    std::shared_ptr<Runtime> runtime_;
+    std::vector<std::unique_ptr<asio::io_context>> contexts_;
+    std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards_;
+    std::vector<std::thread> threads_;
+    std::unique_ptr<tcp::acceptor> proxy_acceptor_;
+    std::size_t next_ = 0;
+
+    std::mutex stop_mutex_;
+    bool stopping_ = false;
+    std::mutex active_mutex_;
+    std::condition_variable active_cv_;
+    std::size_t active_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Server> make_server(const Config& config, std::shared_ptr<const GatewayState> state,
+                                    ServerOptions options) {
+    return std::make_unique<GatewayServer>(config, std::move(state), options);
+}
+
+}  // namespace vaultgate

@@ -1,0 +1,19 @@
+#pragma once
+// Which session a proxy request belongs to: Proxy-Authorization Basic
+// "session_id:token", or the listener's default session when none is sent.
+#include "vaultgate/gateway_state.hpp"
+#include "vaultgate/http_message.hpp"
+
+#include <string_view>
+
+namespace vaultgate::net {
+
+struct SessionAuth {
+    const Session* session = nullptr;
+};
+
+// A Proxy-Authorization that names no valid session is refused; it never falls
+// back to the default session.
+SessionAuth authenticate_session(const GatewayState& state, const RequestHead& req, std::string_view client_ip);
+
+}  // namespace vaultgate::net

@@ -1,0 +1,76 @@
+#include "tls_contexts.hpp"
+
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include <stdexcept>
+
+namespace vaultgate::net {
+
+namespace {
+
+// ALPN: offer and accept only http/1.1, so clients never try h2 through the MITM.
+constexpr unsigned char alpn_http11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+
+int select_http11(SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in,
+                  unsigned int inlen, void*) {
+    unsigned char* selected = nullptr;
+    if (SSL_select_next_proto(&selected, outlen, alpn_http11, sizeof alpn_http11, in, inlen) ==
+        OPENSSL_NPN_NEGOTIATED) {
+        *out = selected;
+        return SSL_TLSEXT_ERR_OK;
+    }
+    // A client that offers no http/1.1 gets no ALPN answer; if it insists on h2
+    // it fails to talk, which beats speaking a protocol we do not inspect.
+    return SSL_TLSEXT_ERR_NOACK;
+}
+
+}  // namespace
+
+void configure_upstream_context(ssl::context& ctx, const std::string& ca_file) {
+    SSL_CTX* native = ctx.native_handle();
+    SSL_CTX_set_min_proto_version(native, TLS1_2_VERSION);
+    SSL_CTX_set_mode(native, SSL_MODE_RELEASE_BUFFERS);
+    ctx.set_verify_mode(ssl::verify_peer);
+    error_code ec;
+    if (ca_file == "system") {
+        ctx.set_default_verify_paths(ec);
+        if (ec) throw std::runtime_error("upstream.ca_file: cannot load the system trust store: " + ec.message());
+    } else {
+        ctx.load_verify_file(ca_file, ec);
+        if (ec) throw std::runtime_error("upstream.ca_file: cannot load " + ca_file + ": " + ec.message());
+    }
+    SSL_CTX_set_alpn_protos(native, alpn_http11, sizeof alpn_http11);
+    // Upstream session resumption: OpenSSL's client cache is off by default; the
+    // pool reuses whole connections instead.
+}
+
+void configure_client_facing_context(ssl::context& ctx) {
+    SSL_CTX* native = ctx.native_handle();
+    SSL_CTX_set_min_proto_version(native, TLS1_2_VERSION);
+    SSL_CTX_set_mode(native, SSL_MODE_RELEASE_BUFFERS);
+    SSL_CTX_set_options(native, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+    SSL_CTX_set_alpn_select_cb(native, select_http11, nullptr);
+    SSL_CTX_set_session_cache_mode(native, SSL_SESS_CACHE_SERVER);
+    static const unsigned char sid_ctx[] = "vaultgate";
+    SSL_CTX_set_session_id_context(native, sid_ctx, sizeof sid_ctx - 1);
+}
+
+bool use_leaf(tls_stream& stream, const LeafCertificate& leaf) {
+    SSL* ssl = stream.native_handle();
+    return SSL_use_certificate(ssl, leaf.cert.get()) == 1 && SSL_use_PrivateKey(ssl, leaf.key.get()) == 1;
+}
+
+bool expect_upstream_identity(tls_stream& stream, const Authority& dest) {
+    SSL* ssl = stream.native_handle();
+    if (dest.kind == HostKind::name) {
+        if (SSL_set_tlsext_host_name(ssl, dest.host.c_str()) != 1) return false;
+        // Wildcards in the upstream certificate may cover one label only.
+        SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+        return SSL_set1_host(ssl, dest.host.c_str()) == 1;
+    }
+    X509_VERIFY_PARAM* param = SSL_get0_param(ssl);
+    return X509_VERIFY_PARAM_set1_ip_asc(param, dest.host.c_str()) == 1;
+}
+
+}  // namespace vaultgate::net

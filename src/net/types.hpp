@@ -1,0 +1,19 @@
+#pragma once
+// Executor, stream and coroutine aliases shared by the network code.
+#include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
+
+namespace vaultgate::net {
+
+namespace asio = boost::asio;
+namespace ssl = boost::asio::ssl;
+using tcp = asio::ip::tcp;
+using error_code = boost::system::error_code;
+template <class T = void>
+using awaitable = asio::awaitable<T>;
+using asio::use_awaitable;
+inline constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+using tls_stream = ssl::stream<tcp::socket>;
+using clock = std::chrono::steady_clock;
+
+}  // namespace vaultgate::net

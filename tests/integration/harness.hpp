@@ -1,0 +1,193 @@
+#pragma once
+// Test fixtures that start real things on 127.0.0.1: a PKI in a temp dir, a TLS
+// upstream that records what it received, the proxy in-process, and clients
+// (a raw socket client and curl).
+#include "vaultgate/ca.hpp"
+#include "vaultgate/config.hpp"
+#include "vaultgate/gateway_state.hpp"
+#include "vaultgate/server.hpp"
+
+#include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace vaultgate::test {
+
+namespace asio = boost::asio;
+namespace ssl = boost::asio::ssl;
+using tcp = asio::ip::tcp;
+
+// A fresh directory under /tmp, removed at destruction.
+class TempDir {
+public:
+    TempDir();
+    ~TempDir();
+    const std::string& path() const { return path_; }
+    std::string file(const std::string& name) const { return path_ + "/" + name; }
+    std::string write(const std::string& name, const std::string& content, int mode = 0600) const;
+
+private:
+    std::string path_;
+};
+
+// Two CAs: the proxy's (what sandboxes trust) and the upstream's (what the
+// proxy trusts), plus an untrusted one for "self-signed" upstreams.
+struct TestPki {
+    explicit TestPki(const TempDir& dir);
+    std::string proxy_ca_cert, proxy_ca_key;
+    std::string upstream_ca_cert;
+    std::unique_ptr<CertificateAuthority> upstream_ca;
+    std::unique_ptr<CertificateAuthority> rogue_ca;
+
+    // Writes cert+key PEM files for host signed by upstream_ca (or rogue_ca).
+    std::pair<std::string, std::string> server_files(const TempDir& dir, const std::string& host, bool rogue = false) const;
+};
+
+struct ReceivedRequest {
+    std::string method;
+    std::string target;
+    std::vector<std::pair<std::string, std::string>> headers;
+    std::string body;
+    std::vector<std::string> header_values(const std::string& name) const;  // case-insensitive
+};
+
+// A TLS server on 127.0.0.1:0 with a certificate for `host`. It parses what it
+// receives (leniently: it is the thing under observation) and answers by path:
+//   /echo          200, JSON-free text body "ok"
+//   /big?n=N       200 with N bytes of 'x'
+//   /upload        200 with the received body length
+//   /redirect      302 Location: https://elsewhere.test/landing
+//   /sse           chunked text/event-stream: one event, then waits for release_sse(), then one more
+//   /ws            101 Switching Protocols, then echoes every byte back
+//   /close         200 with no framing, body then close
+// Everything received is recorded raw as well.
+class RecordingUpstream {
+public:
+    RecordingUpstream(const std::string& cert_file, const std::string& key_file,
+                      const std::string& bind_ip = "127.0.0.1");
+    ~RecordingUpstream();
+
+    std::uint16_t port() const { return port_; }
+    std::vector<ReceivedRequest> requests() const;
+    std::string raw() const;                      // every byte of every connection, decrypted
+    std::size_t connections() const { return connections_; }
+    std::size_t tls_handshakes() const { return handshakes_; }
+    void release_sse();
+
+private:
+    void serve(std::shared_ptr<tcp::socket> socket);
+    void serve_tls(tcp::socket& socket);
+    void record_raw(const char* data, std::size_t n);
+
+    asio::io_context ioc_;
+    ssl::context tls_{ssl::context::tls_server};
+    tcp::acceptor acceptor_{ioc_};
+    std::uint16_t port_ = 0;
+    std::thread accept_thread_;
+    std::vector<std::thread> workers_;
+    mutable std::mutex mutex_;
+    std::condition_variable sse_cv_;
+    bool sse_released_ = false;
+    std::vector<ReceivedRequest> requests_;
+    std::string raw_;
+    std::atomic<std::size_t> connections_{0};
+    std::atomic<std::size_t> handshakes_{0};
+    std::atomic<bool> stopping_{false};
+    std::vector<std::shared_ptr<tcp::socket>> sockets_;
+};
+
+// A plain TCP listener that only counts connection attempts: proof that no SYN
+// reached a refused target.
+class CanaryListener {
+public:
+    explicit CanaryListener(const std::string& ip = "127.0.0.1");
+    ~CanaryListener();
+    std::uint16_t port() const { return port_; }
+    std::size_t accepted() const { return accepted_; }
+
+private:
+    asio::io_context ioc_;
+    tcp::acceptor acceptor_{ioc_};
+    std::uint16_t port_ = 0;
+    std::atomic<std::size_t> accepted_{0};
+    std::atomic<bool> stop_{false};
+    std::thread thread_;
+};
+
+// The proxy, in-process, on 127.0.0.1:0, from YAML text.
+class ProxyUnderTest {
+public:
+    explicit ProxyUnderTest(const std::string& yaml);
+    ~ProxyUnderTest();
+    std::uint16_t port() const { return server_->proxy_port(); }
+    Server& server() { return *server_; }
+    const Config& config() const { return config_; }
+    std::string access_log_text() const;   // the file the config's log.access names
+    bool wait_for_log(const std::string& needle, int timeout_ms = 5000) const;
+
+private:
+    Config config_;
+    std::unique_ptr<Server> server_;
+};
+
+// Raw client for malformed input: CONNECT, then TLS trusting the proxy CA.
+class RawClient {
+public:
+    RawClient(std::uint16_t proxy_port);
+    ~RawClient();
+    // Sends raw bytes on the plain connection and reads the response head (up to CRLFCRLF).
+    std::string send_plain(const std::string& bytes);
+    // CONNECT authority; returns the status line + headers of the proxy's answer.
+    std::string connect(const std::string& authority, const std::string& extra_headers = "");
+    // TLS handshake over the tunnel, checking the certificate against ca_file for `host`.
+    bool start_tls(const std::string& ca_file, const std::string& host, std::string* error = nullptr);
+    void write(const std::string& bytes);       // over TLS when started
+    // Reads one HTTP response (head + body by Content-Length, chunked, or until close).
+    struct Response {
+        int status = 0;
+        std::string head;
+        std::string body;
+        bool closed = false;   // the proxy closed the connection after it
+    };
+    std::optional<Response> read_response(int timeout_ms = 10000);
+    // True once the peer has closed (reads EOF within timeout).
+    bool closed_by_peer(int timeout_ms = 5000);
+    std::string read_some(int timeout_ms = 5000);
+
+private:
+    std::size_t read_more(int timeout_ms);
+    asio::io_context ioc_;
+    ssl::context tls_{ssl::context::tls_client};
+    tcp::socket socket_{ioc_};
+    std::unique_ptr<ssl::stream<tcp::socket&>> tls_stream_;
+    std::string buffer_;
+    bool eof_ = false;
+};
+
+struct CommandResult {
+    int exit_code = -1;
+    std::string out;
+    std::string err;
+};
+// Runs argv (no shell) with env additions; stdin from `input`.
+CommandResult run_command(const std::vector<std::string>& argv, const std::string& input = "",
+                          const std::map<std::string, std::string>& env = {}, int timeout_s = 60);
+
+// A config with the proxy on port 0, the test PKI, a bound service for
+// api.bound.test on the upstream's port, and other.test allowed.
+std::string base_config(const TempDir& dir, const TestPki& pki, std::uint16_t bound_port, std::uint16_t other_port,
+                        const std::string& extra_service_yaml = "", const std::string& extra_policy_yaml = "");
+
+inline constexpr const char* test_secret = "sk-real-SECRET-9f8e7d6c5b4a";
+
+}  // namespace vaultgate::test

@@ -1,0 +1,426 @@
+// The MITM path end to end: a real client, the proxy, and a recording TLS
+// upstream, all on 127.0.0.1. Assertions are on what the upstream received and
+// what the client saw.
+#include "harness.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+namespace vaultgate::test {
+namespace {
+
+class MitmTest : public ::testing::Test {
+protected:
+    MitmTest()
+        : pki_(dir_),
+          bound_files_(pki_.server_files(dir_, "api.bound.test")),
+          other_files_(pki_.server_files(dir_, "other.test")),
+          bound_(bound_files_.first, bound_files_.second),
+          other_(other_files_.first, other_files_.second) {}
+
+    void SetUp() override { start_proxy(); }
+
+    void start_proxy(const std::string& extra_services = "", const std::string& extra_policy = "") {
+        proxy_.reset();
+        proxy_ = std::make_unique<ProxyUnderTest>(
+            base_config(dir_, pki_, bound_.port(), other_.port(), extra_services, extra_policy));
+    }
+
+    void TearDown() override {
+        // Whatever happened in the test, no log line may carry the secret.
+        auto log = proxy_->access_log_text();
+        EXPECT_EQ(log.find(test_secret), std::string::npos);
+        proxy_.reset();
+    }
+
+    std::string bound_authority() const { return "api.bound.test:" + std::to_string(bound_.port()); }
+
+    // CONNECT to the bound host and complete TLS against the proxy CA.
+    std::unique_ptr<RawClient> open_bound() {
+        auto c = std::make_unique<RawClient>(proxy_->port());
+        auto head = c->connect(bound_authority());
+        EXPECT_EQ(head.rfind("HTTP/1.1 200", 0), 0u) << head;
+        std::string err;
+        EXPECT_TRUE(c->start_tls(pki_.proxy_ca_cert, "api.bound.test", &err)) << err;
+        return c;
+    }
+
+    std::string get(const std::string& path, const std::string& extra = "") const {
+        return "GET " + path + " HTTP/1.1\r\nHost: " + bound_authority() + "\r\n" + extra + "\r\n";
+    }
+
+    TempDir dir_;
+    TestPki pki_;
+    std::pair<std::string, std::string> bound_files_, other_files_;
+    RecordingUpstream bound_, other_;
+    std::unique_ptr<ProxyUnderTest> proxy_;
+};
+
+TEST_F(MitmTest, InjectsExactlyOneKeyReplacingEveryVariant) {
+    auto c = open_bound();
+    c->write(get("/echo", "X-Api-Key: placeholder\r\nx-api-key: second\r\nX_API_KEY: third\r\nAccept: */*\r\n"));
+    auto r = c->read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->body, "ok");
+    auto reqs = bound_.requests();
+    ASSERT_EQ(reqs.size(), 1u);
+    EXPECT_EQ(reqs[0].header_values("x-api-key"), std::vector<std::string>{test_secret});
+    EXPECT_TRUE(reqs[0].header_values("x_api_key").empty());
+    EXPECT_EQ(reqs[0].header_values("accept"), std::vector<std::string>{"*/*"});
+    EXPECT_EQ(reqs[0].target, "/echo");
+    // The client never sees the secret.
+    EXPECT_EQ(r->head.find(test_secret), std::string::npos);
+}
+
+TEST_F(MitmTest, CurlThroughTheProxyGetsTheKeyInjected) {
+    auto res = run_command({"curl", "-sS", "--max-time", "20", "--proxy",
+                            "http://127.0.0.1:" + std::to_string(proxy_->port()), "--cacert", pki_.proxy_ca_cert,
+                            "-H", "x-api-key: placeholder", "https://" + bound_authority() + "/echo"});
+    EXPECT_EQ(res.exit_code, 0) << res.err;
+    EXPECT_EQ(res.out, "ok");
+    auto reqs = bound_.requests();
+    ASSERT_EQ(reqs.size(), 1u);
+    EXPECT_EQ(reqs[0].header_values("x-api-key"), std::vector<std::string>{test_secret});
+    EXPECT_TRUE(proxy_->wait_for_log("\"ingress\":\"mitm\"")) << proxy_->access_log_text();
+    EXPECT_TRUE(proxy_->wait_for_log("\"vault\":\"bench\"")) << proxy_->access_log_text();
+}
+
+TEST_F(MitmTest, AllowedHostIsTunnelledWithItsOwnCertificateAndThePlaceholder) {
+    // Trusting only the upstream CA proves the client saw other.test's own certificate.
+    auto res = run_command({"curl", "-sS", "--max-time", "20", "--proxy",
+                            "http://127.0.0.1:" + std::to_string(proxy_->port()), "--cacert", pki_.upstream_ca_cert,
+                            "-H", "x-api-key: placeholder",
+                            "https://other.test:" + std::to_string(other_.port()) + "/echo"});
+    EXPECT_EQ(res.exit_code, 0) << res.err;
+    EXPECT_EQ(res.out, "ok");
+    auto reqs = other_.requests();
+    ASSERT_EQ(reqs.size(), 1u);
+    EXPECT_EQ(reqs[0].header_values("x-api-key"), std::vector<std::string>{"placeholder"});
+    EXPECT_TRUE(proxy_->wait_for_log("\"ingress\":\"tunnel\"")) << proxy_->access_log_text();
+}
+
+TEST_F(MitmTest, DeniedHostGets403AndNoConnection) {
+    CanaryListener canary;
+    RawClient c(proxy_->port());
+    auto head = c.connect("denied.test:" + std::to_string(canary.port()));
+    EXPECT_EQ(head.rfind("HTTP/1.1 403", 0), 0u) << head;
+    EXPECT_NE(head.find("X-Vaultgate-Reason: domain_not_allowed"), std::string::npos) << head;
+    EXPECT_NE(head.find("\"error\":\"egress_denied\""), std::string::npos) << head;
+    EXPECT_TRUE(c.closed_by_peer());
+
+    RawClient by_ip(proxy_->port());
+    head = by_ip.connect("127.0.0.1:" + std::to_string(canary.port()));
+    EXPECT_EQ(head.rfind("HTTP/1.1 403", 0), 0u) << head;
+    EXPECT_EQ(canary.accepted(), 0u);
+    EXPECT_TRUE(proxy_->wait_for_log("\"ingress\":\"denied\"")) << proxy_->access_log_text();
+    EXPECT_TRUE(proxy_->wait_for_log("\"reason\":\"domain_not_allowed\"")) << proxy_->access_log_text();
+}
+
+TEST_F(MitmTest, BytesPipelinedAfterARefusedConnectAreNeverForwarded) {
+    RawClient c(proxy_->port());
+    auto head = c.send_plain("CONNECT denied.test:443 HTTP/1.1\r\nHost: denied.test:443\r\n\r\n"
+                             "CONNECT other.test:" + std::to_string(other_.port()) + " HTTP/1.1\r\n\r\n");
+    EXPECT_EQ(head.rfind("HTTP/1.1 403", 0), 0u) << head;
+    EXPECT_TRUE(c.closed_by_peer());
+    EXPECT_EQ(other_.connections(), 0u);
+}
+
+TEST_F(MitmTest, HostHeaderForAnotherHostGets421AndNothingIsForwarded) {
+    auto c = open_bound();
+    c->write("GET /echo HTTP/1.1\r\nHost: other.test:" + std::to_string(other_.port()) + "\r\n\r\n");
+    auto r = c->read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 421);
+    EXPECT_TRUE(c->closed_by_peer());
+    EXPECT_EQ(bound_.connections(), 0u);
+    EXPECT_EQ(other_.connections(), 0u);
+}
+
+TEST_F(MitmTest, HostHeaderWithoutPortMeans443AndIsMisdirected) {
+    auto c = open_bound();
+    c->write("GET /echo HTTP/1.1\r\nHost: api.bound.test\r\n\r\n");
+    auto r = c->read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 421);
+    EXPECT_EQ(bound_.connections(), 0u);
+}
+
+TEST_F(MitmTest, HostHeaderIsComparedAfterNormalisation) {
+    auto c = open_bound();
+    c->write("GET /echo HTTP/1.1\r\nHost: API.Bound.Test.:" + std::to_string(bound_.port()) + "\r\n\r\n");
+    auto r = c->read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    ASSERT_EQ(bound_.requests().size(), 1u);
+}
+
+TEST_F(MitmTest, HostPortWithLeadingZeroIs400) {
+    auto c = open_bound();
+    c->write("GET /echo HTTP/1.1\r\nHost: api.bound.test:0" + std::to_string(bound_.port()) + "\r\n\r\n");
+    auto r = c->read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400);
+    EXPECT_EQ(bound_.connections(), 0u);
+}
+
+TEST_F(MitmTest, AbsoluteFormToAnotherAuthorityIsRefused) {
+    auto c = open_bound();
+    c->write("GET https://other.test:" + std::to_string(other_.port()) + "/echo HTTP/1.1\r\nHost: " +
+             bound_authority() + "\r\n\r\n");
+    auto r = c->read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 421);
+    EXPECT_EQ(bound_.connections(), 0u);
+    EXPECT_EQ(other_.connections(), 0u);
+}
+
+// A string literal with an embedded NUL, kept whole.
+template <std::size_t N>
+std::string with_nul(const char (&literal)[N]) {
+    return std::string(literal, N - 1);
+}
+
+struct SmugglingCase {
+    const char* name;
+    std::string request;  // {HOST} is replaced by the bound authority
+};
+
+class SmugglingTest : public MitmTest, public ::testing::WithParamInterface<SmugglingCase> {};
+
+TEST_P(SmugglingTest, Gets400ClosesAndTheUpstreamSeesNoBytes) {
+    auto request = GetParam().request;
+    for (std::size_t pos; (pos = request.find("{HOST}")) != std::string::npos;)
+        request.replace(pos, 6, bound_authority());
+    auto c = open_bound();
+    c->write(request);
+    auto r = c->read_response();
+    ASSERT_TRUE(r) << GetParam().name;
+    EXPECT_EQ(r->status, 400) << GetParam().name;
+    EXPECT_TRUE(c->closed_by_peer()) << GetParam().name;
+    EXPECT_EQ(bound_.raw(), "") << GetParam().name;
+    // The error page does not echo what was sent.
+    EXPECT_EQ(r->body.find("smuggled"), std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Vectors, SmugglingTest,
+    ::testing::Values(
+        SmugglingCase{"cl_and_te", "POST /echo HTTP/1.1\r\nHost: {HOST}\r\nContent-Length: 4\r\n"
+                                   "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\nsmuggled"},
+        SmugglingCase{"te_xchunked", "POST /echo HTTP/1.1\r\nHost: {HOST}\r\nTransfer-Encoding: xchunked\r\n\r\n"},
+        SmugglingCase{"te_list", "POST /echo HTTP/1.1\r\nHost: {HOST}\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"},
+        SmugglingCase{"te_twice", "POST /echo HTTP/1.1\r\nHost: {HOST}\r\nTransfer-Encoding: chunked\r\n"
+                                  "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"},
+        SmugglingCase{"te_space_before_colon", "POST /echo HTTP/1.1\r\nHost: {HOST}\r\nTransfer-Encoding : chunked\r\n\r\n"},
+        SmugglingCase{"te_on_http10", "POST /echo HTTP/1.0\r\nHost: {HOST}\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"},
+        SmugglingCase{"two_content_lengths", "POST /echo HTTP/1.1\r\nHost: {HOST}\r\nContent-Length: 3\r\n"
+                                             "Content-Length: 4\r\n\r\nsmug"},
+        SmugglingCase{"content_length_list", "POST /echo HTTP/1.1\r\nHost: {HOST}\r\nContent-Length: 4, 4\r\n\r\nsmug"},
+        SmugglingCase{"content_length_plus", "POST /echo HTTP/1.1\r\nHost: {HOST}\r\nContent-Length: +4\r\n\r\nsmug"},
+        SmugglingCase{"bad_chunk_size", "POST /echo HTTP/1.1\r\nHost: {HOST}\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                        "zz\r\nsmuggled\r\n0\r\n\r\n"},
+        SmugglingCase{"chunk_size_0x", "POST /echo HTTP/1.1\r\nHost: {HOST}\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                       "0x5\r\nhello\r\n0\r\n\r\n"},
+        SmugglingCase{"chunk_size_overflow", "POST /echo HTTP/1.1\r\nHost: {HOST}\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                             "fffffffffffffffff1\r\nsmuggled\r\n0\r\n\r\n"},
+        SmugglingCase{"chunk_bare_lf", "POST /echo HTTP/1.1\r\nHost: {HOST}\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                       "5\nhello\r\n0\r\n\r\n"},
+        SmugglingCase{"obs_fold", "GET /echo HTTP/1.1\r\nHost: {HOST}\r\nX-Folded: a\r\n b\r\n\r\n"},
+        SmugglingCase{"bare_lf_header", "GET /echo HTTP/1.1\r\nHost: {HOST}\nX-A: b\r\n\r\n"},
+        SmugglingCase{"bare_cr_header", "GET /echo HTTP/1.1\r\nHost: {HOST}\r\nX-A: b\rc\r\n\r\n"},
+        SmugglingCase{"nul_in_header", with_nul("GET /echo HTTP/1.1\r\nHost: {HOST}\r\nX-A: b\0c\r\n\r\n")},
+        SmugglingCase{"two_hosts", "GET /echo HTTP/1.1\r\nHost: {HOST}\r\nHost: {HOST}\r\n\r\n"},
+        SmugglingCase{"empty_host", "GET /echo HTTP/1.1\r\nHost: \r\n\r\n"},
+        SmugglingCase{"bad_header_name", "GET /echo HTTP/1.1\r\nHost: {HOST}\r\nX A: b\r\n\r\n"},
+        SmugglingCase{"trailer_content_length", "POST /echo HTTP/1.1\r\nHost: {HOST}\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                                "5\r\nhello\r\n0\r\nContent-Length: 5\r\n\r\n"}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+TEST_F(MitmTest, UpstreamWithWrongNameGets502AndNoRequestBytes) {
+    // wrong.test is bound, but its origin presents a certificate for api.bound.test.
+    start_proxy("      - host: wrong.test\n        port: " + std::to_string(bound_.port()) +
+                "\n        auth: { type: bearer, key: BENCH_KEY }\n");
+    RawClient c(proxy_->port());
+    auto head = c.connect("wrong.test:" + std::to_string(bound_.port()));
+    ASSERT_EQ(head.rfind("HTTP/1.1 200", 0), 0u) << head;
+    ASSERT_TRUE(c.start_tls(pki_.proxy_ca_cert, "wrong.test"));
+    c.write("GET /echo HTTP/1.1\r\nHost: wrong.test:" + std::to_string(bound_.port()) + "\r\n\r\n");
+    auto r = c.read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 502);
+    EXPECT_EQ(bound_.raw(), "");
+    EXPECT_EQ(bound_.tls_handshakes(), 0u);
+}
+
+TEST_F(MitmTest, SelfSignedUpstreamGets502AndNoRequestBytes) {
+    auto rogue_files = pki_.server_files(dir_, "rogue.test", true);
+    RecordingUpstream rogue(rogue_files.first, rogue_files.second);
+    start_proxy("      - host: rogue.test\n        port: " + std::to_string(rogue.port()) +
+                "\n        auth: { type: api-key, key: BENCH_KEY }\n");
+    RawClient c(proxy_->port());
+    auto head = c.connect("rogue.test:" + std::to_string(rogue.port()));
+    ASSERT_EQ(head.rfind("HTTP/1.1 200", 0), 0u) << head;
+    ASSERT_TRUE(c.start_tls(pki_.proxy_ca_cert, "rogue.test"));
+    c.write("GET /echo HTTP/1.1\r\nHost: rogue.test:" + std::to_string(rogue.port()) + "\r\n\r\n");
+    auto r = c.read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 502);
+    EXPECT_NE(r->body.find("upstream_tls_failed"), std::string::npos) << r->body;
+    EXPECT_EQ(rogue.raw(), "");
+    EXPECT_EQ(rogue.tls_handshakes(), 0u);
+}
+
+TEST_F(MitmTest, KeepAliveServesSeveralRequestsOnOneUpstreamConnection) {
+    auto c = open_bound();
+    for (int i = 0; i < 3; ++i) {
+        c->write(get("/echo", "x-api-key: placeholder\r\n"));
+        auto r = c->read_response();
+        ASSERT_TRUE(r) << i;
+        EXPECT_EQ(r->status, 200);
+        EXPECT_FALSE(r->closed);
+    }
+    auto reqs = bound_.requests();
+    ASSERT_EQ(reqs.size(), 3u);
+    for (const auto& req : reqs) EXPECT_EQ(req.header_values("x-api-key"), std::vector<std::string>{test_secret});
+    EXPECT_EQ(bound_.connections(), 1u);
+}
+
+TEST_F(MitmTest, OneMebibytePostArrivesWhole) {
+    auto c = open_bound();
+    std::string body(1 << 20, 'b');
+    c->write("POST /upload HTTP/1.1\r\nHost: " + bound_authority() + "\r\nContent-Length: " +
+             std::to_string(body.size()) + "\r\n\r\n" + body);
+    auto r = c->read_response(30000);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->body, std::to_string(body.size()));
+    auto reqs = bound_.requests();
+    ASSERT_EQ(reqs.size(), 1u);
+    EXPECT_EQ(reqs[0].body, body);
+}
+
+TEST_F(MitmTest, ChunkedPostIsDecodedAndReframed) {
+    auto c = open_bound();
+    c->write("POST /upload HTTP/1.1\r\nHost: " + bound_authority() +
+             "\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nX-Trailer: dropped\r\n\r\n");
+    auto r = c->read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->body, "11");
+    auto reqs = bound_.requests();
+    ASSERT_EQ(reqs.size(), 1u);
+    EXPECT_EQ(reqs[0].body, "hello world");
+    EXPECT_EQ(bound_.raw().find("X-Trailer"), std::string::npos);
+    EXPECT_EQ(bound_.raw().find("ext=1"), std::string::npos);
+}
+
+TEST_F(MitmTest, LargeDownloadStreams) {
+    auto c = open_bound();
+    c->write(get("/big?n=3000000"));
+    auto r = c->read_response(30000);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->body.size(), 3000000u);
+}
+
+TEST_F(MitmTest, ServerSentEventsArriveBeforeTheStreamEnds) {
+    auto c = open_bound();
+    c->write(get("/sse"));
+    std::string seen;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (seen.find("data: first") == std::string::npos && std::chrono::steady_clock::now() < deadline)
+        seen += c->read_some(1000);
+    EXPECT_NE(seen.find("data: first"), std::string::npos);
+    EXPECT_EQ(seen.find("data: second"), std::string::npos);
+    bound_.release_sse();
+    while (seen.find("0\r\n\r\n") == std::string::npos && std::chrono::steady_clock::now() < deadline)
+        seen += c->read_some(1000);
+    EXPECT_NE(seen.find("data: second"), std::string::npos);
+}
+
+TEST_F(MitmTest, RedirectsArePassedBackNotFollowed) {
+    auto c = open_bound();
+    c->write(get("/redirect"));
+    auto r = c->read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 302);
+    EXPECT_NE(r->head.find("Location: https://elsewhere.test/landing"), std::string::npos);
+    EXPECT_EQ(bound_.requests().size(), 1u);
+}
+
+TEST_F(MitmTest, UnframedResponseIsRechunkedAndKeepsTheClientConnection) {
+    auto c = open_bound();
+    c->write(get("/close"));
+    auto r = c->read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->body, "until-close body");
+    c->write(get("/echo"));
+    auto again = c->read_response();
+    ASSERT_TRUE(again);
+    EXPECT_EQ(again->body, "ok");
+    EXPECT_EQ(bound_.connections(), 2u);
+}
+
+TEST_F(MitmTest, WebSocketIsSplicedAfter101) {
+    auto c = open_bound();
+    c->write(get("/ws", "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                        "Sec-WebSocket-Version: 13\r\n"));
+    auto r = c->read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 101);
+    c->write("frame-bytes-1");
+    std::string echoed;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (echoed.size() < 13 && std::chrono::steady_clock::now() < deadline) echoed += c->read_some(1000);
+    EXPECT_EQ(echoed, "frame-bytes-1");
+    auto reqs = bound_.requests();
+    ASSERT_EQ(reqs.size(), 1u);
+    EXPECT_EQ(reqs[0].header_values("upgrade"), std::vector<std::string>{"websocket"});
+    EXPECT_EQ(reqs[0].header_values("x-api-key"), std::vector<std::string>{test_secret});
+}
+
+TEST_F(MitmTest, Http10ClientGetsAClosedResponse) {
+    auto c = open_bound();
+    c->write("GET /echo HTTP/1.0\r\nHost: " + bound_authority() + "\r\n\r\n");
+    auto r = c->read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_TRUE(c->closed_by_peer());
+}
+
+TEST_F(MitmTest, TraceToABoundHostIs405) {
+    auto c = open_bound();
+    c->write("TRACE /echo HTTP/1.1\r\nHost: " + bound_authority() + "\r\n\r\n");
+    auto r = c->read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 405);
+    EXPECT_EQ(bound_.connections(), 0u);
+}
+
+TEST_F(MitmTest, MalformedConnectAuthorityIs400) {
+    for (const char* target : {"api.bound.test", "api.bound.test:0443", "api.bound.test:99999", "0x7f.1:443",
+                               "[fe80::1%25eth0]:443"}) {
+        RawClient c(proxy_->port());
+        auto head = c.connect(target);
+        EXPECT_EQ(head.rfind("HTTP/1.1 400", 0), 0u) << target << ": " << head;
+    }
+}
+
+TEST_F(MitmTest, GarbageInsteadOfARequestIs400AndTheProxyStaysUp) {
+    {
+        RawClient c(proxy_->port());
+        auto head = c.send_plain(std::string("\x16\x03\x01\x02\x00garbage\r\n\r\n", 16));
+        EXPECT_EQ(head.rfind("HTTP/1.1 400", 0), 0u) << head;
+    }
+    auto c = open_bound();
+    c->write(get("/echo"));
+    auto r = c->read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+}
+
+}  // namespace
+}  // namespace vaultgate::test

@@ -1,0 +1,374 @@
+#include "vaultgate/gateway_state.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace vaultgate {
+namespace {
+
+// A mkdtemp directory for credential files, removed afterwards.
+class TempDir {
+public:
+    TempDir() {
+        std::string tmpl = (std::filesystem::temp_directory_path() / "vaultgate_state_XXXXXX").string();
+        if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+        path_ = tmpl;
+    }
+    ~TempDir() { std::filesystem::remove_all(path_); }
+    std::string write(const std::string& name, const std::string& content) const {
+        const auto p = path_ / name;
+        std::ofstream(p, std::ios::binary) << content;
+        return p.string();
+    }
+    std::string path(const std::string& name) const { return (path_ / name).string(); }
+
+private:
+    std::filesystem::path path_;
+};
+
+// Sets an environment variable for one test and restores the old state.
+class ScopedEnv {
+public:
+    ScopedEnv(const char* name, const char* value) : name_(name) {
+        if (const char* old = std::getenv(name)) old_ = old;
+        if (value)
+            ::setenv(name, value, 1);
+        else
+            ::unsetenv(name);
+    }
+    ~ScopedEnv() {
+        if (old_)
+            ::setenv(name_.c_str(), old_->c_str(), 1);
+        else
+            ::unsetenv(name_.c_str());
+    }
+
+private:
+    std::string name_;
+    std::optional<std::string> old_;
+};
+
+std::shared_ptr<const GatewayState> build(const std::string& yaml, std::vector<std::string>& warnings) {
+    return build_state(parse_config(yaml, "s.yaml"), warnings);
+}
+
+std::shared_ptr<const GatewayState> build(const std::string& yaml) {
+    std::vector<std::string> warnings;
+    return build(yaml, warnings);
+}
+
+Authority name(const char* host, std::uint16_t port) { return Authority{host, port, HostKind::name}; }
+
+TEST(GatewayStateTest, CredentialFromEnv) {
+    ScopedEnv env("VG_TEST_ENV_KEY", "sk-from-env-0123456789");
+    std::vector<std::string> warnings;
+    const auto state = build(R"(
+vaults:
+  - name: v
+    credentials:
+      K: { env: VG_TEST_ENV_KEY }
+)",
+                             warnings);
+    EXPECT_TRUE(warnings.empty());
+    const Vault& v = state->vaults.at("v");
+    EXPECT_EQ(v.id, "v");
+    EXPECT_EQ(v.name, "v");
+    EXPECT_TRUE(v.from_config);
+    ASSERT_TRUE(v.credentials.count("K"));
+    EXPECT_EQ(v.credentials.at("K").reveal(), "sk-from-env-0123456789");
+}
+
+TEST(GatewayStateTest, MissingOrEmptyEnvIsAWarningNotAnError) {
+    ScopedEnv unset("VG_TEST_UNSET_KEY", nullptr);
+    ScopedEnv empty("VG_TEST_EMPTY_KEY", "");
+    std::vector<std::string> warnings;
+    const auto state = build(R"(
+vaults:
+  - name: v
+    credentials:
+      A: { env: VG_TEST_UNSET_KEY }
+      B: { env: VG_TEST_EMPTY_KEY }
+)",
+                             warnings);
+    EXPECT_TRUE(state->vaults.at("v").credentials.empty());
+    ASSERT_EQ(warnings.size(), 2u);
+    EXPECT_EQ(warnings[0], "vault v: credential A is not set (env VG_TEST_UNSET_KEY)");
+    EXPECT_EQ(warnings[1], "vault v: credential B is not set (env VG_TEST_EMPTY_KEY)");
+}
+
+struct FileCase {
+    const char* name;
+    std::string content;
+    std::optional<std::string> want;  // nullopt: absent, with a warning
+};
+
+TEST(GatewayStateTest, CredentialFromFile) {
+    const FileCase cases[] = {
+        {"plain", "sk-file-value", "sk-file-value"},
+        {"newline", "sk-file-value\n", "sk-file-value"},
+        {"crlf", "sk-file-value\r\n", "sk-file-value"},
+        {"only_one_newline_stripped", "sk-file-value\n\n", std::nullopt},  // inner LF: control byte
+        {"short", "k\n", "k"},
+        {"long", std::string(5000, 'x') + "\n", std::string(5000, 'x')},
+        {"empty", "", std::nullopt},
+        {"just_newline", "\n", std::nullopt},
+        {"embedded_crlf", "a\r\nX-Evil: 1", std::nullopt},
+        {"embedded_nul", std::string("ab\0cd", 5), std::nullopt},
+    };
+    const TempDir dir;
+    for (const auto& c : cases) {
+        const auto path = dir.write(c.name, c.content);
+        std::vector<std::string> warnings;
+        const auto state = build("vaults:\n  - name: v\n    credentials:\n      K: { file: \"" + path + "\" }\n", warnings);
+        const auto& creds = state->vaults.at("v").credentials;
+        if (c.want) {
+            ASSERT_TRUE(creds.count("K")) << c.name;
+            EXPECT_EQ(creds.at("K").reveal(), *c.want) << c.name;
+            EXPECT_TRUE(warnings.empty()) << c.name;
+        } else {
+            EXPECT_FALSE(creds.count("K")) << c.name;
+            ASSERT_EQ(warnings.size(), 1u) << c.name;
+            EXPECT_NE(warnings[0].find("vault v: credential K "), std::string::npos) << warnings[0];
+            EXPECT_NE(warnings[0].find("(file " + path + ")"), std::string::npos) << warnings[0];
+        }
+    }
+}
+
+TEST(GatewayStateTest, UnreadableCredentialFileIsAnError) {
+    const TempDir dir;
+    const auto missing = dir.path("missing");
+    const auto too_big = dir.write("big", std::string(64 * 1024 + 1, 'x'));
+    struct Case {
+        std::string path;
+        std::string reason;
+    };
+    const Case cases[] = {
+        {missing, "No such file or directory"},
+        {dir.path(""), "not a regular file"},
+        {too_big, "larger than 65536 bytes"},
+    };
+    for (const auto& c : cases) {
+        const auto yaml = "vaults:\n  - name: a\n  - name: v\n    credentials:\n      OK: { env: HOME }\n      K: { file: \"" +
+                          c.path + "\" }\n";
+        try {
+            build(yaml);
+            ADD_FAILURE() << "no error for " << c.path;
+        } catch (const ConfigError& e) {
+            EXPECT_EQ(std::string(e.what()), "s.yaml: vaults[1].credentials.K: cannot read " + c.path + ": " + c.reason);
+        }
+    }
+}
+
+const std::string routing_yaml = R"(
+vaults:
+  - name: one
+    credentials:
+      K: { env: VG_TEST_ROUTE_KEY }
+      GONE: { env: VG_TEST_ROUTE_UNSET }
+    services:
+      - host: api.example.com
+        path_prefix: /api
+        auth: { type: bearer, key: K }
+      - host: api.example.com
+        auth: { type: api-key, key: K }
+      - host: "*.wild.example.com"
+        auth: { type: bearer, key: K }
+      - host: nokey.example.com
+        auth: { type: bearer, key: GONE }
+  - name: two
+    credentials:
+      K2: { env: VG_TEST_ROUTE_KEY }
+    services:
+      - host: api.example.com
+        auth: { type: bearer, key: K2 }
+      - host: other.example.com
+        auth: { type: bearer, key: K2 }
+egress_policies:
+  default:
+    allowed_domains: [allowed.example.com, api.example.com]
+  web:
+    allow_http: true
+    allowed_domains: [api.example.com, plain.example.com]
+sessions:
+  default: { vaults: [one, two] }
+  only-two: { vaults: [two], egress_policy: default }
+  web: { vaults: [one], egress_policy: web }
+)";
+
+class RoutingTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        env_ = std::make_unique<ScopedEnv>("VG_TEST_ROUTE_KEY", "sk-route-secret");
+        unset_ = std::make_unique<ScopedEnv>("VG_TEST_ROUTE_UNSET", nullptr);
+        state_ = build(routing_yaml);
+    }
+    const Session& session(const char* id) {
+        const Session* s = state_->find_session(id);
+        if (!s) throw std::runtime_error("no session");
+        return *s;
+    }
+    std::unique_ptr<ScopedEnv> env_;
+    std::unique_ptr<ScopedEnv> unset_;
+    std::shared_ptr<const GatewayState> state_;
+};
+
+TEST_F(RoutingTest, SnapshotShape) {
+    EXPECT_EQ(state_->default_session, std::optional<std::string>("default"));
+    ASSERT_NE(state_->default_session_ptr(), nullptr);
+    EXPECT_EQ(state_->default_session_ptr()->id, "default");
+    EXPECT_EQ(state_->default_session_ptr()->policy.name, "default");
+    EXPECT_EQ(state_->find_session("web")->policy.name, "web");
+    EXPECT_EQ(state_->find_session("nope"), nullptr);
+    const Vault& one = state_->vaults.at("one");
+    ASSERT_EQ(one.services.size(), 4u);
+    EXPECT_EQ(one.services[0].id, "one/0");
+    EXPECT_EQ(one.services[3].id, "one/3");
+    EXPECT_EQ(state_->vaults.at("two").services[1].id, "two/1");
+}
+
+TEST_F(RoutingTest, BindingsInVaultOrder) {
+    const auto b = state_->bindings_for(session("default"), "api.example.com", 443);
+    ASSERT_EQ(b.size(), 3u);
+    EXPECT_EQ(b[0].service->id, "one/0");
+    EXPECT_EQ(b[1].service->id, "one/1");
+    EXPECT_EQ(b[2].service->id, "two/0");
+    EXPECT_EQ(b[2].vault->name, "two");
+    ASSERT_NE(b[0].secret, nullptr);
+    EXPECT_EQ(b[0].secret->reveal(), "sk-route-secret");
+
+    // Another session sees only its own vaults.
+    const auto only = state_->bindings_for(session("only-two"), "api.example.com", 443);
+    ASSERT_EQ(only.size(), 1u);
+    EXPECT_EQ(only[0].service->id, "two/0");
+    EXPECT_TRUE(state_->bindings_for(session("only-two"), "nokey.example.com", 443).empty());
+
+    EXPECT_TRUE(state_->bindings_for(session("default"), "api.example.com", 8443).empty());
+}
+
+TEST_F(RoutingTest, MissingCredentialGivesNullSecret) {
+    const auto b = state_->bindings_for(session("default"), "nokey.example.com", 443);
+    ASSERT_EQ(b.size(), 1u);
+    EXPECT_EQ(b[0].secret, nullptr);
+}
+
+struct RequestCase {
+    const char* path;
+    const char* want_service;  // nullptr: no binding
+};
+
+TEST_F(RoutingTest, BindingForRequestByPathPrefix) {
+    const RequestCase cases[] = {
+        {"/api", "one/0"},       {"/api/", "one/0"},      {"/api/v1/x", "one/0"}, {"/api?x=1", "one/0"},
+        {"/apix", "one/1"},      {"/", "one/1"},          {"/other", "one/1"},    {"/API", "one/1"},
+        {"/api/../admin", "one/1"},  // not under /api once the origin resolves it
+    };
+    for (const auto& c : cases) {
+        const auto b = state_->binding_for_request(session("default"), "api.example.com", 443, c.path);
+        ASSERT_TRUE(b.has_value()) << c.path;
+        EXPECT_EQ(b->service->id, c.want_service) << c.path;
+    }
+    EXPECT_FALSE(state_->binding_for_request(session("only-two"), "x.example.com", 443, "/").has_value());
+}
+
+struct RouteCase {
+    const char* session;
+    const char* host;
+    std::uint16_t port;
+    EgressKind kind;
+    RouteKind want;
+    DenyReason reason;
+};
+
+TEST_F(RoutingTest, Route) {
+    const RouteCase cases[] = {
+        {"default", "api.example.com", 443, EgressKind::connect, RouteKind::mitm, DenyReason::none},
+        {"default", "a.wild.example.com", 443, EgressKind::connect, RouteKind::mitm, DenyReason::none},
+        {"default", "other.example.com", 443, EgressKind::connect, RouteKind::mitm, DenyReason::none},
+        // Bound even though no policy allows it: the binding is the permission.
+        {"only-two", "other.example.com", 443, EgressKind::connect, RouteKind::mitm, DenyReason::none},
+        {"default", "allowed.example.com", 443, EgressKind::connect, RouteKind::tunnel, DenyReason::none},
+        {"default", "wild.example.com", 443, EgressKind::connect, RouteKind::denied, DenyReason::domain_not_allowed},
+        {"default", "evil.example.net", 443, EgressKind::connect, RouteKind::denied, DenyReason::domain_not_allowed},
+        {"only-two", "nokey.example.com", 443, EgressKind::connect, RouteKind::denied, DenyReason::domain_not_allowed},
+        // Plain http never reaches injection; the policy alone decides.
+        {"default", "api.example.com", 80, EgressKind::plain_http, RouteKind::denied, DenyReason::http_not_allowed},
+        {"web", "api.example.com", 80, EgressKind::plain_http, RouteKind::tunnel, DenyReason::none},
+        {"web", "plain.example.com", 80, EgressKind::plain_http, RouteKind::tunnel, DenyReason::none},
+        {"web", "elsewhere.example.com", 80, EgressKind::plain_http, RouteKind::denied, DenyReason::domain_not_allowed},
+    };
+    for (const auto& c : cases) {
+        const Route r = state_->route(session(c.session), name(c.host, c.port), c.kind);
+        EXPECT_EQ(r.kind, c.want) << c.session << " " << c.host << ":" << c.port;
+        EXPECT_EQ(r.reason, c.reason) << c.session << " " << c.host << ":" << c.port;
+    }
+}
+
+TEST(GatewayStateTest, NoSessionsMeansNoDefault) {
+    const auto state = build("vaults:\n  - name: v\n");
+    EXPECT_FALSE(state->default_session.has_value());
+    EXPECT_EQ(state->default_session_ptr(), nullptr);
+    EXPECT_TRUE(state->sessions.empty());
+}
+
+TEST(GatewayStateTest, NonDefaultSessionsOnlyGiveNoDefault) {
+    const auto state = build("egress_policies:\n  p: {}\nsessions:\n  worker: { egress_policy: p }\n");
+    EXPECT_FALSE(state->default_session.has_value());
+    ASSERT_NE(state->find_session("worker"), nullptr);
+    EXPECT_EQ(state->find_session("worker")->id, "worker");
+}
+
+TEST(GatewayStateTest, HandBuiltConfigWithUnknownPolicyIsAnError) {
+    Config c;
+    c.sessions["s"] = SessionConfig{{}, "missing"};
+    std::vector<std::string> warnings;
+    EXPECT_THROW(build_state(c, warnings), ConfigError);
+}
+
+struct PrefixCase {
+    const char* path;
+    const char* prefix;
+    bool want;
+};
+
+TEST(PathPrefixTest, Table) {
+    const PrefixCase cases[] = {
+        {"/", "/", true},
+        {"/anything/at/all", "/", true},
+        {"/api", "/api", true},
+        {"/api/", "/api", true},
+        {"/api/x/y", "/api", true},
+        {"/api?q=1", "/api", true},
+        {"/api#f", "/api", true},
+        {"/apix", "/api", false},
+        {"/apix/y", "/api", false},
+        {"/ap", "/api", false},
+        {"/", "/api", false},
+        {"", "/api", false},
+        {"/API", "/api", false},
+        {"/api/x", "/api/", true},
+        {"/api/", "/api/", true},
+        {"/api", "/api/", false},
+        {"/v1/api", "/api", false},
+        {"/x?/api", "/api", false},
+        {"/api/../admin", "/api", false},
+        {"/api/./x", "/api", false},
+        {"/api/%2e%2e/admin", "/api", false},
+        {"/api/%2E%2e/admin", "/api", false},
+        {"/api/.%2e", "/api", false},
+        {"/api%2f..%2fadmin", "/api", false},
+        {"/api/..\\admin", "/api", false},
+        {"/api/..x/y", "/api", true},  // a name starting with dots is not a dot segment
+        {"/api/.well-known", "/api", true},
+        {"/api/a%2", "/api", true},
+    };
+    for (const auto& c : cases)
+        EXPECT_EQ(path_has_prefix(c.path, c.prefix), c.want) << c.path << " under " << c.prefix;
+}
+
+}  // namespace
+}  // namespace vaultgate
