@@ -10,7 +10,9 @@ void wipe_string(std::string& s) noexcept {
     s.clear();
 }
 
-Secret::Secret(std::string value) : value_(std::move(value)) {}
+// Copy, then wipe the argument: moving a short string leaves its bytes behind
+// in the source's inline buffer.
+Secret::Secret(std::string value) : value_(value) { wipe_string(value); }
 Secret::Secret(const Secret& other) : value_(other.value_) {}
 
 Secret& Secret::operator=(const Secret& other) {

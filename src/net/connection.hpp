@@ -24,7 +24,8 @@ awaitable<void> handle_proxy_client(std::shared_ptr<Runtime> rt, tcp::socket cli
 awaitable<void> run_mitm(ClientContext ctx, tcp::socket client, Authority dest);
 
 // After "200 Connection established" to an allowed host: bytes spliced both ways.
-awaitable<void> run_tunnel(ClientContext ctx, tcp::socket client, tcp::socket upstream, Authority dest,
+// The sockets stay owned by the caller (whose watchdog already watches the client).
+awaitable<void> run_tunnel(ClientContext& ctx, tcp::socket& client, tcp::socket& upstream, const Authority& dest,
                            std::string leftover);
 
 }  // namespace vaultgate::net

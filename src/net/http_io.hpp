@@ -7,6 +7,7 @@
 #include "watchdog.hpp"
 #include "vaultgate/http_message.hpp"
 
+#include <cstring>
 #include <string>
 
 namespace vaultgate::net {
@@ -32,9 +33,14 @@ awaitable<HeadOutcome> read_head(Stream& stream, ReadBuffer& buf, Head& head, Pa
                                  const HeadLimits& limits, Watchdog& watchdog, HeadTimeouts timeouts,
                                  ParseResult& result) {
     bool started = !buf.empty();
+    bool parse_now = started;
     watchdog.arm(started ? timeouts.complete : timeouts.first_byte);
+    // Parsing starts over on the whole buffer, so it runs only when a read
+    // brought a line end, or once the buffer is past the request-line limit
+    // (which the parser must see to refuse). A slow sender cannot make it quadratic.
+    const std::size_t parse_anyway = std::min(limits.max_request_line, limits.max_head_bytes);
     for (;;) {
-        if (!buf.empty()) {
+        if (parse_now) {
             result = parse(buf.view(), limits, head);
             if (result.status == ParseStatus::complete) {
                 buf.consume(result.consumed);
@@ -46,6 +52,7 @@ awaitable<HeadOutcome> read_head(Stream& stream, ReadBuffer& buf, Head& head, Pa
         char* space = buf.prepare(len);
         auto [ec, n] = co_await stream.async_read_some(asio::buffer(space, len), use_tuple);
         buf.commit(n);
+        parse_now = n > 0 && (std::memchr(space, '\n', n) != nullptr || buf.size() > parse_anyway);
         if (n > 0 && !started) {
             started = true;
             watchdog.arm(timeouts.complete);

@@ -7,7 +7,7 @@
 #include "dialer.hpp"
 #include "http_io.hpp"
 #include "proxy_responses.hpp"
-#include "splice.hpp"
+#include "exchange.hpp"
 #include "tls_contexts.hpp"
 #include "vaultgate/diag_log.hpp"
 #include "vaultgate/inject.hpp"
@@ -25,35 +25,6 @@ std::string_view path_of(std::string_view target) {
 
 double ms_since(clock::time_point start) {
     return std::chrono::duration<double, std::milli>(clock::now() - start).count();
-}
-
-// Tokens of every Connection header, lower-cased.
-std::vector<std::string> connection_options(const std::vector<Header>& headers) {
-    std::vector<std::string> out;
-    for (const auto& h : headers) {
-        if (!iequals(h.name, "connection")) continue;
-        std::string_view v = h.value;
-        while (!v.empty()) {
-            auto comma = v.find(',');
-            auto token = v.substr(0, comma);
-            while (!token.empty() && (token.front() == ' ' || token.front() == '\t')) token.remove_prefix(1);
-            while (!token.empty() && (token.back() == ' ' || token.back() == '\t')) token.remove_suffix(1);
-            if (!token.empty()) {
-                std::string t(token);
-                for (auto& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-                out.push_back(std::move(t));
-            }
-            if (comma == std::string_view::npos) break;
-            v.remove_prefix(comma + 1);
-        }
-    }
-    return out;
-}
-
-bool listed_in(const std::vector<std::string>& options, std::string_view name) {
-    for (const auto& o : options)
-        if (iequals(o, name)) return true;
-    return false;
 }
 
 bool is_websocket_upgrade(const RequestHead& req, const std::vector<std::string>& options) {
@@ -125,13 +96,12 @@ private:
     awaitable<bool> handshake();
     // Handles one request; false means close the client connection.
     awaitable<bool> serve_one();
-    awaitable<bool> ensure_upstream(const Session& session, bool& reused);
+    awaitable<bool> ensure_upstream(const Session& session, bool& reused, ExchangeResult& result);
     void drop_upstream();
     awaitable<void> reply(std::string response);
     void log_request(const RequestHead& req, int status, const Binding* binding, std::string_view reason);
 
-    template <class Sink>
-    awaitable<BodyResult> forward_request_body(const BodyFraming& framing, Sink sink);
+    ExchangeIo<tls_stream, tls_stream> exchange_io(const Session& session);
 
     ClientContext ctx_;
     Runtime& rt_;
@@ -198,23 +168,31 @@ awaitable<bool> MitmSession::handshake() {
     co_return true;
 }
 
-awaitable<bool> MitmSession::ensure_upstream(const Session& session, bool& reused) {
+awaitable<bool> MitmSession::ensure_upstream(const Session& session, bool& reused, ExchangeResult& result) {
     reused = upstream_.has_value();
     if (upstream_) co_return true;
     tcp::socket socket(client_.get_executor());
     auto dialed = co_await dial_checked(rt_, session.policy, dest_, socket, *ctx_.watchdog);
     if (!dialed.ok()) {
         if (dialed.denied != DenyReason::none) {
+            result.status = 403;
+            result.reason = std::string(deny_reason_name(dialed.denied));
             co_await reply(denied_response(dialed.denied, dest_));
         } else if (dialed.timed_out) {
+            result.status = 504;
+            result.reason = "upstream_timeout";
             co_await reply(error_response(504, "upstream_timeout", "the bound origin did not answer in time", true));
         } else {
+            result.status = 502;
+            result.reason = "upstream_unreachable";
             co_await reply(error_response(502, "upstream_unreachable", "cannot connect to the bound origin", true));
         }
         co_return false;
     }
     upstream_.emplace(std::move(socket), rt_.upstream_tls);
     ctx_.watchdog->watch(upstream_->next_layer());
+    result.status = 502;
+    result.reason = "upstream_tls_failed";
     if (!expect_upstream_identity(*upstream_, dest_)) {
         drop_upstream();
         co_await reply(error_response(502, "upstream_tls_failed", "cannot set up TLS to the bound origin", true));
@@ -228,6 +206,10 @@ awaitable<bool> MitmSession::ensure_upstream(const Session& session, bool& reuse
         log_warn("mitm: TLS to " + format_authority(dest_) + " failed: " +
                  (verify != X509_V_OK ? std::string(X509_verify_cert_error_string(verify)) : ec.message()));
         drop_upstream();
+        if (timed_out) {
+            result.status = 504;
+            result.reason = "upstream_timeout";
+        }
         if (timed_out)
             co_await reply(error_response(504, "upstream_timeout", "the TLS handshake with the bound origin timed out", true));
         else
@@ -236,37 +218,10 @@ awaitable<bool> MitmSession::ensure_upstream(const Session& session, bool& reuse
                                           true));
         co_return false;
     }
+    result.status = 0;
+    result.reason.clear();
     co_return true;
 }
-
-template <class Sink>
-awaitable<BodyResult> MitmSession::forward_request_body(const BodyFraming& framing, Sink sink) {
-    if (framing.kind == BodyKind::content_length)
-        co_return co_await read_fixed_body(client_, client_buf_, framing.length, *ctx_.watchdog, limits_.idle_timeout,
-                                           sink);
-    if (framing.kind == BodyKind::chunked)
-        co_return co_await read_chunked_body(client_, client_buf_, ChunkLimits{}, *ctx_.watchdog,
-                                             limits_.idle_timeout, sink);
-    co_return BodyResult{};
-}
-
-// Sends payload pieces to a stream, re-framed as chunks when `chunked`.
-template <class Stream>
-struct BodyWriter {
-    Stream* stream;
-    Watchdog* watchdog;
-    clock::duration timeout;
-    bool chunked;
-    std::string frame;
-
-    awaitable<error_code> operator()(std::string_view payload) {
-        if (payload.empty()) co_return error_code{};
-        if (!chunked) co_return co_await write_all(*stream, payload, *watchdog, timeout);
-        frame.clear();
-        append_chunk(frame, payload);
-        co_return co_await write_all(*stream, frame, *watchdog, timeout);
-    }
-};
 
 awaitable<bool> MitmSession::serve_one() {
     RequestHead req;
@@ -327,228 +282,59 @@ awaitable<bool> MitmSession::serve_one() {
     }
 
     // Re-serialise from parsed fields: only end-to-end headers pass.
-    auto options = connection_options(req.headers);
-    bool websocket = is_websocket_upgrade(req, options);
-    bool client_close = wants_close(req.headers, req.version_minor);
-    bool expect_continue = false;
-    RequestHead up;
-    up.method = req.method;
-    up.target = target.origin_form;
-    up.version_minor = 1;
-    up.headers.reserve(req.headers.size() + 2);
-    for (auto& h : req.headers) {
-        if (is_hop_by_hop(h.name) || listed_in(options, h.name) || iequals(h.name, "content-length") ||
-            iequals(h.name, "host"))
-            continue;
-        if (iequals(h.name, "expect")) {
-            if (!iequals(h.value, "100-continue")) {
-                co_await reply(error_response(417, "expectation_failed", "only 100-continue is supported", true));
-                log_request(req, 417, nullptr, "expectation_failed");
-                co_return false;
-            }
-            expect_continue = true;
-            continue;
+    auto tokens = connection_tokens(req.headers);
+    ExchangeRequest exchange;
+    exchange.client_head = &req;
+    exchange.framing = *framing.framing;
+    exchange.websocket = is_websocket_upgrade(req, tokens);
+    exchange.client_close = wants_close(req.headers, req.version_minor);
+    RequestHead client_head = req;  // req stays intact for the log line
+    auto outgoing = build_outgoing_head(std::move(client_head), target.origin_form,
+                                        format_authority(dest_, dest_.port != 443), exchange.framing,
+                                        exchange.websocket,
+                                        binding && binding->service->config.redact_response);
+    if (outgoing.bad_expect) {
+        co_await reply(error_response(417, "expectation_failed", "only 100-continue is supported", true));
+        log_request(req, 417, nullptr, "expectation_failed");
+        co_return false;
+    }
+    exchange.expect_continue = outgoing.expect_continue;
+    RequestHead& up = outgoing.head;
+    if (binding) {
+        bool injected = true;
+        try {
+            inject_credential(up, binding->service->config.auth, *binding->secret);
+        } catch (const std::invalid_argument&) {
+            injected = false;
         }
-        if (binding && binding->service->config.redact_response && iequals(h.name, "accept-encoding")) continue;
-        up.headers.push_back(std::move(h));
+        if (!injected) {
+            // A credential with CR/LF/NUL would split the head: refuse, name nothing.
+            for (auto& h : up.headers) wipe_string(h.value);
+            co_await reply(error_response(502, "credential_unusable",
+                                          "the vault's credential cannot be sent in an HTTP header", true));
+            log_request(req, 502, &*binding, "credential_unusable");
+            co_return false;
+        }
     }
-    up.headers.insert(up.headers.begin(), Header{"Host", format_authority(dest_, dest_.port != 443)});
-    if (framing.framing->kind == BodyKind::content_length)
-        up.headers.push_back({"Content-Length", std::to_string(framing.framing->length)});
-    else if (framing.framing->kind == BodyKind::chunked)
-        up.headers.push_back({"Transfer-Encoding", "chunked"});
-    if (websocket) {
-        up.headers.push_back({"Connection", "Upgrade"});
-        up.headers.push_back({"Upgrade", std::string(*req.get("upgrade"))});
-    }
-    if (binding) inject_credential(up, binding->service->config.auth, *binding->secret);
     std::string wire = serialize_request_head(up);
     for (auto& h : up.headers) wipe_string(h.value);
-    if (binding && binding->service->config.auth.type == AuthType::query) wipe_string(up.target);
+    wipe_string(up.target);
 
-    bool has_body = framing.framing->kind != BodyKind::none;
-    // A chunked body that is already malformed in what arrived with the head is
-    // refused before anything is sent: the origin then sees no bytes at all.
-    if (framing.framing->kind == BodyKind::chunked && !client_buf_.empty()) {
-        ChunkedDecoder probe;
-        std::string scratch;
-        if (probe.feed(client_buf_.view(), scratch).status == ChunkedDecoder::Status::error) {
-            wipe_string(wire);
-            co_await reply(error_response(400, "bad_chunked_body", probe.error(), true));
-            log_request(req, 400, binding ? &*binding : nullptr, "bad_chunked_body");
-            co_return false;
-        }
-    }
-    bool reused = false;
-    error_code write_error;
-    for (int attempt = 0; attempt < 2; ++attempt) {
-        if (!co_await ensure_upstream(*session, reused)) {
-            wipe_string(wire);
-            log_request(req, 502, binding ? &*binding : nullptr, "upstream_failed");
-            co_return false;
-        }
-        write_error = co_await write_all(*upstream_, wire, *ctx_.watchdog, limits_.idle_timeout);
-        // A pooled connection the origin closed while idle fails on first use;
-        // nothing was delivered, so one retry on a fresh connection is safe.
-        if (write_error && reused) {
-            drop_upstream();
-            continue;
-        }
-        break;
-    }
-    wipe_string(wire);
-    if (write_error) {
-        drop_upstream();
-        co_await reply(error_response(502, "upstream_write_failed", "the bound origin closed the connection", true));
-        log_request(req, 502, binding ? &*binding : nullptr, "upstream_write_failed");
-        co_return false;
-    }
+    auto io = exchange_io(*session);
+    ExchangeResult result;
+    if (co_await send_request(io, wire, exchange, result))
+        co_await relay_response(io, exchange, rt_.draining.load(std::memory_order_relaxed), result);
+    bytes_up_ = result.bytes_up;
+    bytes_down_ = result.bytes_down;
+    log_request(req, result.status, binding ? &*binding : nullptr, result.reason);
+    co_return result.keep_client;
+}
 
-    if (expect_continue && has_body) {
-        co_await reply("HTTP/1.1 100 Continue\r\n\r\n");
-    }
-    if (has_body) {
-        BodyWriter<tls_stream> writer{&*upstream_, ctx_.watchdog.get(), limits_.idle_timeout,
-                                      framing.framing->kind == BodyKind::chunked, {}};
-        auto body = co_await forward_request_body(*framing.framing, std::ref(writer));
-        bytes_up_ = body.bytes;
-        if (body.outcome != BodyOutcome::ok) {
-            // Abort without the final chunk: the origin never sees a complete request.
-            drop_upstream();
-            if (body.outcome == BodyOutcome::invalid) {
-                co_await reply(error_response(400, "bad_chunked_body", body.error, true));
-                log_request(req, 400, binding ? &*binding : nullptr, "bad_chunked_body");
-            } else if (body.outcome == BodyOutcome::timed_out) {
-                co_await reply(error_response(408, "request_timeout", "the request body stalled", true));
-                log_request(req, 408, binding ? &*binding : nullptr, "request_timeout");
-            } else {
-                log_request(req, 0, binding ? &*binding : nullptr, "client_aborted");
-            }
-            co_return false;
-        }
-        if (framing.framing->kind == BodyKind::chunked) {
-            if (co_await write_all(*upstream_, last_chunk, *ctx_.watchdog, limits_.idle_timeout)) {
-                drop_upstream();
-                co_await reply(error_response(502, "upstream_write_failed", "the bound origin closed the connection", true));
-                log_request(req, 502, binding ? &*binding : nullptr, "upstream_write_failed");
-                co_return false;
-            }
-        }
-    }
-
-    // Response head; informational 100s are ours to send, so they are dropped.
-    ResponseHead resp;
-    for (;;) {
-        ParseResult rparsed;
-        auto rout = co_await read_head(*upstream_, upstream_buf_, resp, parse_response_head, HeadLimits{},
-                                       *ctx_.watchdog, {limits_.response_timeout, limits_.response_timeout}, rparsed);
-        if (rout != HeadOutcome::ok) {
-            bool timed_out = rout == HeadOutcome::timed_out;
-            drop_upstream();
-            if (timed_out)
-                co_await reply(error_response(504, "upstream_timeout", "the bound origin did not answer in time", true));
-            else
-                co_await reply(error_response(502, "bad_upstream_response",
-                                              "the bound origin sent no valid HTTP response", true));
-            log_request(req, timed_out ? 504 : 502, binding ? &*binding : nullptr, "bad_upstream_response");
-            co_return false;
-        }
-        if (resp.status >= 100 && resp.status < 200 && resp.status != 101) {
-            if (resp.status != 100) {
-                ResponseHead info = resp;
-                std::erase_if(info.headers, [](const Header& h) { return is_hop_by_hop(h.name); });
-                co_await reply(serialize_response_head(info));
-            }
-            resp = ResponseHead{};
-            continue;
-        }
-        break;
-    }
-
-    if (resp.status == 101) {
-        if (!websocket) {
-            drop_upstream();
-            co_await reply(error_response(502, "bad_upstream_response", "unexpected protocol switch", true));
-            log_request(req, 502, binding ? &*binding : nullptr, "unexpected_101");
-            co_return false;
-        }
-        ResponseHead out = resp;
-        auto resp_options = connection_options(resp.headers);
-        std::erase_if(out.headers, [&](const Header& h) { return is_hop_by_hop(h.name) || listed_in(resp_options, h.name); });
-        out.headers.push_back({"Connection", "Upgrade"});
-        if (auto u = resp.get("upgrade")) out.headers.push_back({"Upgrade", std::string(*u)});
-        co_await reply(serialize_response_head(out));
-        log_request(req, 101, binding ? &*binding : nullptr, "");
-        // Bytes already buffered on either side go first, then the streams are spliced.
-        if (!upstream_buf_.empty()) co_await write_all(client_, upstream_buf_.view(), *ctx_.watchdog, limits_.idle_timeout);
-        if (!client_buf_.empty()) co_await write_all(*upstream_, client_buf_.view(), *ctx_.watchdog, limits_.idle_timeout);
-        SpliceCounters counters;
-        co_await splice(client_, *upstream_, *ctx_.watchdog, limits_.idle_timeout, counters, 16384);
-        drop_upstream();
-        co_return false;
-    }
-
-    auto rframing = response_framing(resp, req.method);
-    if (!rframing.framing) {
-        drop_upstream();
-        co_await reply(error_response(502, "bad_upstream_response", "the bound origin's response framing is invalid", true));
-        log_request(req, 502, binding ? &*binding : nullptr, "bad_upstream_framing");
-        co_return false;
-    }
-    const auto& rf = *rframing.framing;
-    bool upstream_close = rf.kind == BodyKind::until_close || wants_close(resp.headers, resp.version_minor);
-    bool client_http10 = req.version_minor == 0;
-    bool rechunk = rf.kind == BodyKind::chunked || (rf.kind == BodyKind::until_close && !client_http10);
-    bool close_after = client_close || (rf.kind == BodyKind::until_close && client_http10) ||
-                       rt_.draining.load(std::memory_order_relaxed);
-
-    ResponseHead out;
-    out.version_minor = 1;
-    out.status = resp.status;
-    out.reason = resp.reason;
-    auto resp_options = connection_options(resp.headers);
-    out.headers.reserve(resp.headers.size() + 2);
-    for (auto& h : resp.headers) {
-        if (is_hop_by_hop(h.name) || listed_in(resp_options, h.name) || iequals(h.name, "content-length")) continue;
-        out.headers.push_back(std::move(h));
-    }
-    if (rf.kind == BodyKind::content_length) out.headers.push_back({"Content-Length", std::to_string(rf.length)});
-    else if (rechunk) out.headers.push_back({"Transfer-Encoding", "chunked"});
-    if (close_after) out.headers.push_back({"Connection", "close"});
-    if (auto ec = co_await write_all(client_, serialize_response_head(out), *ctx_.watchdog, limits_.idle_timeout)) {
-        drop_upstream();
-        log_request(req, resp.status, binding ? &*binding : nullptr, "client_gone");
-        co_return false;
-    }
-
-    BodyWriter<tls_stream> to_client{&client_, ctx_.watchdog.get(), limits_.idle_timeout, rechunk, {}};
-    BodyResult body;
-    if (rf.kind == BodyKind::content_length)
-        body = co_await read_fixed_body(*upstream_, upstream_buf_, rf.length, *ctx_.watchdog, limits_.response_timeout,
-                                        std::ref(to_client));
-    else if (rf.kind == BodyKind::chunked)
-        body = co_await read_chunked_body(*upstream_, upstream_buf_, ChunkLimits{}, *ctx_.watchdog,
-                                          limits_.response_timeout, std::ref(to_client));
-    else if (rf.kind == BodyKind::until_close)
-        body = co_await read_until_close(*upstream_, upstream_buf_, *ctx_.watchdog, limits_.response_timeout,
-                                         std::ref(to_client));
-    bytes_down_ = body.bytes;
-    if (body.outcome != BodyOutcome::ok) {
-        // The client has a partial response; closing is the only honest signal left.
-        drop_upstream();
-        log_request(req, resp.status, binding ? &*binding : nullptr, "response_truncated");
-        co_return false;
-    }
-    if (rechunk) {
-        if (co_await write_all(client_, last_chunk, *ctx_.watchdog, limits_.idle_timeout)) {
-            drop_upstream();
-            log_request(req, resp.status, binding ? &*binding : nullptr, "client_gone");
-            co_return false;
-        }
-    }
-    if (upstream_close) drop_upstream();
-    log_request(req, resp.status, binding ? &*binding : nullptr, "");
-    co_return !close_after;
+ExchangeIo<tls_stream, tls_stream> MitmSession::exchange_io(const Session& session) {
+    return ExchangeIo<tls_stream, tls_stream>{
+        client_, client_buf_, upstream_, upstream_buf_, *ctx_.watchdog, limits_,
+        [this, &session](bool& reused, ExchangeResult& r) { return ensure_upstream(session, reused, r); },
+        [this] { drop_upstream(); }, "the bound origin"};
 }
 
 awaitable<void> MitmSession::run() {

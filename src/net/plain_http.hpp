@@ -8,7 +8,7 @@
 
 namespace vaultgate::net {
 
-awaitable<void> handle_plain_http(ClientContext ctx, tcp::socket client, ReadBuffer& buf, RequestHead req,
+awaitable<void> handle_plain_http(ClientContext& ctx, tcp::socket& client, ReadBuffer& buf, RequestHead req,
                                   std::shared_ptr<const GatewayState> state, clock::time_point start);
 
 }  // namespace vaultgate::net

@@ -50,7 +50,7 @@ awaitable<void> deny(ClientContext& ctx, tcp::socket& client, DenyReason reason,
     co_await refuse(ctx, client, denied_response(reason, dest));
 }
 
-awaitable<void> handle_connect(ClientContext ctx, tcp::socket client, ReadBuffer& buf, const RequestHead& req,
+awaitable<void> handle_connect(ClientContext& ctx, tcp::socket& client, ReadBuffer& buf, const RequestHead& req,
                                const Session& session, const GatewayState& state, clock::time_point start) {
     auto parsed = parse_authority(req.target, 0);
     if (!parsed) {
@@ -81,7 +81,8 @@ awaitable<void> handle_connect(ClientContext ctx, tcp::socket client, ReadBuffer
         }
         if (co_await write_all(client, connection_established, *ctx.watchdog, ctx.rt->config.limits.idle_timeout))
             co_return;
-        co_await run_mitm(std::move(ctx), std::move(client), std::move(dest));
+        ctx.watchdog->unwatch(client);  // the TLS stream takes the socket over
+        co_await run_mitm(ctx, std::move(client), std::move(dest));
         co_return;
     }
 
@@ -107,12 +108,12 @@ awaitable<void> handle_connect(ClientContext ctx, tcp::socket client, ReadBuffer
     if (co_await write_all(client, connection_established, *ctx.watchdog, ctx.rt->config.limits.idle_timeout))
         co_return;
     std::string leftover(buf.view());
-    co_await run_tunnel(std::move(ctx), std::move(client), std::move(upstream), std::move(dest), std::move(leftover));
+    co_await run_tunnel(ctx, client, upstream, dest, std::move(leftover));
 }
 
 }  // namespace
 
-awaitable<void> run_tunnel(ClientContext ctx, tcp::socket client, tcp::socket upstream, Authority dest,
+awaitable<void> run_tunnel(ClientContext& ctx, tcp::socket& client, tcp::socket& upstream, const Authority& dest,
                            std::string leftover) {
     auto start = clock::now();
     auto& wd = *ctx.watchdog;
@@ -141,7 +142,6 @@ awaitable<void> handle_proxy_client(std::shared_ptr<Runtime> rt, tcp::socket cli
     ctx.watchdog = std::make_shared<Watchdog>(client.get_executor());
     ctx.watchdog->start();
     ctx.watchdog->watch(client);
-    auto watchdog = ctx.watchdog;  // ctx moves into the handler below
     error_code ec;
     auto peer = client.remote_endpoint(ec);
     if (!ec) ctx.client_ip = peer.address().to_string();
@@ -174,13 +174,13 @@ awaitable<void> handle_proxy_client(std::shared_ptr<Runtime> rt, tcp::socket cli
         } else {
             ctx.session_id = auth.session->id;
             if (req.method == "CONNECT") {
-                co_await handle_connect(std::move(ctx), std::move(client), buf, req, *auth.session, *state, start);
+                co_await handle_connect(ctx, client, buf, req, *auth.session, *state, start);
             } else {
-                co_await handle_plain_http(std::move(ctx), std::move(client), buf, std::move(req), state, start);
+                co_await handle_plain_http(ctx, client, buf, std::move(req), state, start);
             }
         }
     }
-    watchdog->stop();
+    ctx.watchdog->stop();
     error_code ignored;
     client.close(ignored);
 }

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Quick start: builds vaultgate and serves the example config. On first run it
+# generates the proxy CA in certs/ and a master key for the file store.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+"$root/scripts/build.sh"
+cd "$root"
+if [ ! -f certs/master.key ] && [ -z "${VAULTGATE_MASTER_KEY:-}" ]; then
+  (umask 077 && head -c 32 /dev/urandom > certs/master.key)
+  echo "generated certs/master.key (keep it secret; it encrypts vaultgate.db)"
+fi
+exec "$root/build/vaultgate" serve --config config/vaultgate.yaml

@@ -1,0 +1,304 @@
+#pragma once
+// One request/response exchange with an origin, shared by the MITM path (TLS on
+// both sides) and plain http:// forwarding (TCP on both sides): send the
+// re-serialised head and the body, read the response head, rewrite its framing
+// for the client, and stream the body back. The caller has already validated
+// the request and built `wire`; this part only moves bytes.
+#include "http_io.hpp"
+#include "proxy_responses.hpp"
+#include "splice.hpp"
+#include "vaultgate/config.hpp"
+#include "vaultgate/http_message.hpp"
+#include "vaultgate/secret.hpp"
+
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace vaultgate::net {
+
+// Sends payload pieces to a stream, re-framed as chunks when `chunked`.
+template <class Stream>
+struct BodyWriter {
+    Stream* stream;
+    Watchdog* watchdog;
+    clock::duration timeout;
+    bool chunked;
+    std::string frame;
+
+    awaitable<error_code> operator()(std::string_view payload) {
+        if (payload.empty()) co_return error_code{};
+        if (!chunked) co_return co_await write_all(*stream, payload, *watchdog, timeout);
+        frame.clear();
+        append_chunk(frame, payload);
+        co_return co_await write_all(*stream, frame, *watchdog, timeout);
+    }
+};
+
+inline bool listed_in(const std::vector<std::string>& tokens, std::string_view name) {
+    for (const auto& t : tokens)
+        if (iequals(t, name)) return true;
+    return false;
+}
+
+// What the exchange needs to know about the request it forwards.
+struct ExchangeRequest {
+    const RequestHead* client_head;   // as the client sent it (method, version, headers)
+    BodyFraming framing;              // of the client's body
+    bool expect_continue = false;     // the client waits for 100 before its body
+    bool websocket = false;           // an Upgrade: websocket the upstream may accept
+    bool client_close = false;        // the client asked to close after this exchange
+};
+
+struct ExchangeResult {
+    int status = 0;                  // what the client got (ours or the origin's); 0 = nothing
+    std::string reason;              // log reason on failure, empty on success
+    std::uint64_t bytes_up = 0;
+    std::uint64_t bytes_down = 0;
+    bool keep_client = false;        // the client connection can take another request
+    bool keep_upstream = false;      // the upstream connection can be reused
+};
+
+// The two streams and their buffers, plus how to (re)connect the upstream.
+// `connect(reused, result)` makes sure an upstream is open; when it cannot, it
+// answers the client itself, sets result.status and result.reason, and returns false.
+template <class Client, class Upstream>
+struct ExchangeIo {
+    Client& client;
+    ReadBuffer& client_buf;
+    std::optional<Upstream>& upstream;
+    ReadBuffer& upstream_buf;
+    Watchdog& watchdog;
+    const Limits& limits;
+    std::function<awaitable<bool>(bool& reused, ExchangeResult& result)> connect;
+    std::function<void()> drop_upstream;
+    std::string_view origin_name;    // "the bound origin" / "the destination", for error pages
+};
+
+template <class Client, class Upstream>
+awaitable<void> reply_error(ExchangeIo<Client, Upstream>& io, int status, std::string_view code, std::string_view message) {
+    co_await write_all(io.client, error_response(status, code, message, true), io.watchdog, io.limits.idle_timeout);
+}
+
+// Sends `wire` (wiped afterwards: it may hold the secret) and the request body.
+template <class Client, class Upstream>
+awaitable<bool> send_request(ExchangeIo<Client, Upstream>& io, std::string& wire, const ExchangeRequest& req,
+                             ExchangeResult& result) {
+    bool has_body = req.framing.kind != BodyKind::none;
+    // A chunked body that is already malformed in what arrived with the head is
+    // refused before anything is sent: the origin then sees no bytes at all.
+    if (req.framing.kind == BodyKind::chunked && !io.client_buf.empty()) {
+        ChunkedDecoder probe;
+        std::string scratch;
+        if (probe.feed(io.client_buf.view(), scratch).status == ChunkedDecoder::Status::error) {
+            wipe_string(wire);
+            co_await reply_error(io, 400, "bad_chunked_body", probe.error());
+            result.status = 400;
+            result.reason = "bad_chunked_body";
+            co_return false;
+        }
+    }
+
+    bool reused = false;
+    error_code write_error;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        if (!co_await io.connect(reused, result)) {
+            wipe_string(wire);
+            co_return false;
+        }
+        write_error = co_await write_all(*io.upstream, wire, io.watchdog, io.limits.idle_timeout);
+        // A kept-alive connection the origin closed while idle fails on first
+        // use; nothing was delivered, so one retry on a fresh connection is safe.
+        if (write_error && reused) {
+            io.drop_upstream();
+            continue;
+        }
+        break;
+    }
+    wipe_string(wire);
+    if (write_error) {
+        io.drop_upstream();
+        co_await reply_error(io, 502, "upstream_write_failed", "the origin closed the connection");
+        result.status = 502;
+        result.reason = "upstream_write_failed";
+        co_return false;
+    }
+    if (!has_body) co_return true;
+
+    if (req.expect_continue)
+        co_await write_all(io.client, std::string_view("HTTP/1.1 100 Continue\r\n\r\n"), io.watchdog,
+                           io.limits.idle_timeout);
+    bool chunked = req.framing.kind == BodyKind::chunked;
+    BodyWriter<Upstream> writer{&*io.upstream, &io.watchdog, io.limits.idle_timeout, chunked, {}};
+    // (An if, not a conditional expression: GCC 12 miscompiles co_await inside ?:.)
+    BodyResult body;
+    if (chunked)
+        body = co_await read_chunked_body(io.client, io.client_buf, ChunkLimits{}, io.watchdog,
+                                          io.limits.idle_timeout, std::ref(writer));
+    else
+        body = co_await read_fixed_body(io.client, io.client_buf, req.framing.length, io.watchdog,
+                                        io.limits.idle_timeout, std::ref(writer));
+    result.bytes_up = body.bytes;
+    if (body.outcome != BodyOutcome::ok) {
+        // Abort without the final chunk: the origin never sees a complete request.
+        io.drop_upstream();
+        if (body.outcome == BodyOutcome::invalid) {
+            co_await reply_error(io, 400, "bad_chunked_body", body.error);
+            result.status = 400;
+            result.reason = "bad_chunked_body";
+        } else if (body.outcome == BodyOutcome::timed_out) {
+            co_await reply_error(io, 408, "request_timeout", "the request body stalled");
+            result.status = 408;
+            result.reason = "request_timeout";
+        } else {
+            result.reason = "client_aborted";
+        }
+        co_return false;
+    }
+    if (chunked && co_await write_all(*io.upstream, last_chunk, io.watchdog, io.limits.idle_timeout)) {
+        io.drop_upstream();
+        co_await reply_error(io, 502, "upstream_write_failed", "the origin closed the connection");
+        result.status = 502;
+        result.reason = "upstream_write_failed";
+        co_return false;
+    }
+    co_return true;
+}
+
+// Reads the origin's response and streams it to the client.
+template <class Client, class Upstream>
+awaitable<void> relay_response(ExchangeIo<Client, Upstream>& io, const ExchangeRequest& req, bool draining,
+                               ExchangeResult& result) {
+    // Informational 100s are the proxy's to send (it answered Expect itself).
+    ResponseHead resp;
+    for (;;) {
+        ParseResult parsed;
+        auto outcome = co_await read_head(*io.upstream, io.upstream_buf, resp, parse_response_head, HeadLimits{},
+                                          io.watchdog, {io.limits.response_timeout, io.limits.response_timeout}, parsed);
+        if (outcome != HeadOutcome::ok) {
+            bool timed_out = outcome == HeadOutcome::timed_out;
+            io.drop_upstream();
+            if (timed_out) co_await reply_error(io, 504, "upstream_timeout", "the origin did not answer in time");
+            else co_await reply_error(io, 502, "bad_upstream_response", "the origin sent no valid HTTP response");
+            result.status = timed_out ? 504 : 502;
+            result.reason = timed_out ? "upstream_timeout" : "bad_upstream_response";
+            co_return;
+        }
+        if (resp.status >= 100 && resp.status < 200 && resp.status != 101) {
+            if (resp.status != 100) {
+                ResponseHead info = resp;
+                std::erase_if(info.headers, [](const Header& h) { return is_hop_by_hop(h.name); });
+                co_await write_all(io.client, serialize_response_head(info), io.watchdog, io.limits.idle_timeout);
+            }
+            resp = ResponseHead{};
+            continue;
+        }
+        break;
+    }
+    auto resp_tokens = connection_tokens(resp.headers);
+
+    if (resp.status == 101) {
+        if (!req.websocket) {
+            io.drop_upstream();
+            co_await reply_error(io, 502, "bad_upstream_response", "unexpected protocol switch");
+            result.status = 502;
+            result.reason = "unexpected_101";
+            co_return;
+        }
+        ResponseHead out = resp;
+        std::erase_if(out.headers, [&](const Header& h) { return is_hop_by_hop(h.name) || listed_in(resp_tokens, h.name); });
+        out.headers.push_back({"Connection", "Upgrade"});
+        if (auto u = resp.get("upgrade")) out.headers.push_back({"Upgrade", std::string(*u)});
+        result.status = 101;
+        if (co_await write_all(io.client, serialize_response_head(out), io.watchdog, io.limits.idle_timeout)) co_return;
+        // Bytes already buffered on either side go first, then the streams are spliced.
+        SpliceCounters counters;
+        if (!io.upstream_buf.empty()) {
+            counters.down += io.upstream_buf.size();
+            co_await write_all(io.client, io.upstream_buf.view(), io.watchdog, io.limits.idle_timeout);
+        }
+        if (!io.client_buf.empty()) {
+            counters.up += io.client_buf.size();
+            co_await write_all(*io.upstream, io.client_buf.view(), io.watchdog, io.limits.idle_timeout);
+        }
+        co_await splice(io.client, *io.upstream, io.watchdog, io.limits.idle_timeout, counters, 16384);
+        result.bytes_up += counters.up;
+        result.bytes_down = counters.down;
+        io.drop_upstream();
+        co_return;
+    }
+
+    auto rframing = response_framing(resp, req.client_head->method);
+    if (!rframing.framing) {
+        io.drop_upstream();
+        co_await reply_error(io, 502, "bad_upstream_response", "the origin's response framing is invalid");
+        result.status = 502;
+        result.reason = "bad_upstream_framing";
+        co_return;
+    }
+    const auto& rf = *rframing.framing;
+    bool upstream_close = rf.kind == BodyKind::until_close || wants_close(resp.headers, resp.version_minor);
+    bool client_http10 = req.client_head->version_minor == 0;
+    // An unframed body is re-chunked for HTTP/1.1 clients so their connection survives it.
+    bool rechunk = rf.kind == BodyKind::chunked || (rf.kind == BodyKind::until_close && !client_http10);
+    bool close_after = req.client_close || (rf.kind == BodyKind::until_close && client_http10) || draining;
+
+    ResponseHead out;
+    out.version_minor = 1;
+    out.status = resp.status;
+    out.reason = resp.reason;
+    out.headers.reserve(resp.headers.size() + 2);
+    for (auto& h : resp.headers) {
+        if (is_hop_by_hop(h.name) || listed_in(resp_tokens, h.name) || iequals(h.name, "content-length")) continue;
+        out.headers.push_back(std::move(h));
+    }
+    if (rf.kind == BodyKind::content_length) out.headers.push_back({"Content-Length", std::to_string(rf.length)});
+    else if (rechunk) out.headers.push_back({"Transfer-Encoding", "chunked"});
+    if (close_after) out.headers.push_back({"Connection", "close"});
+    result.status = resp.status;
+    if (co_await write_all(io.client, serialize_response_head(out), io.watchdog, io.limits.idle_timeout)) {
+        io.drop_upstream();
+        result.reason = "client_gone";
+        co_return;
+    }
+
+    BodyWriter<Client> to_client{&io.client, &io.watchdog, io.limits.idle_timeout, rechunk, {}};
+    BodyResult body;
+    if (rf.kind == BodyKind::content_length)
+        body = co_await read_fixed_body(*io.upstream, io.upstream_buf, rf.length, io.watchdog,
+                                        io.limits.response_timeout, std::ref(to_client));
+    else if (rf.kind == BodyKind::chunked)
+        body = co_await read_chunked_body(*io.upstream, io.upstream_buf, ChunkLimits{}, io.watchdog,
+                                          io.limits.response_timeout, std::ref(to_client));
+    else if (rf.kind == BodyKind::until_close)
+        body = co_await read_until_close(*io.upstream, io.upstream_buf, io.watchdog, io.limits.response_timeout,
+                                         std::ref(to_client));
+    result.bytes_down = body.bytes;
+    if (body.outcome != BodyOutcome::ok) {
+        // The client has a partial response; closing is the only honest signal left.
+        io.drop_upstream();
+        result.reason = "response_truncated";
+        co_return;
+    }
+    if (rechunk && co_await write_all(io.client, last_chunk, io.watchdog, io.limits.idle_timeout)) {
+        io.drop_upstream();
+        result.reason = "client_gone";
+        co_return;
+    }
+    if (upstream_close) io.drop_upstream();
+    result.keep_upstream = !upstream_close;
+    result.keep_client = !close_after;
+}
+
+// Request headers that pass to the origin: end-to-end fields only, with the
+// framing set from the parsed body and Host first. Expect is consumed here.
+struct OutgoingHead {
+    RequestHead head;
+    bool expect_continue = false;
+    bool bad_expect = false;
+};
+
+OutgoingHead build_outgoing_head(RequestHead&& client_head, std::string origin_form, std::string host_header,
+                                 const BodyFraming& framing, bool websocket, bool strip_accept_encoding);
+
+}  // namespace vaultgate::net
