@@ -69,19 +69,16 @@ awaitable<DialOutcome> dial_checked(const Runtime& rt, const EgressPolicy& polic
         pinned = true;
         candidates.emplace_back(to_asio(*ip), dest.port);
     } else {
-        tcp::resolver resolver(socket.get_executor());
-        watchdog.arm(rt.config.limits.connect_timeout);
-        auto [ec, results] = co_await resolver.async_resolve(dest.host, std::to_string(dest.port),
-                                                             tcp::resolver::numeric_service, use_tuple);
-        if (watchdog.expired()) {
+        auto resolved = co_await rt.resolver->resolve(dest.host, dest.port, rt.config.limits.connect_timeout);
+        if (resolved.timed_out) {
             out.timed_out = true;
             co_return out;
         }
-        if (ec || results.empty()) {
-            out.error = ec ? ec : asio::error::host_not_found;
+        if (resolved.error) {
+            out.error = resolved.error;
             co_return out;
         }
-        for (const auto& r : results) candidates.push_back(r.endpoint());
+        candidates = std::move(resolved.endpoints);
     }
 
     // Every candidate is checked before any is dialled: one denied answer

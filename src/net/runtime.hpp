@@ -1,6 +1,7 @@
 #pragma once
 // What every connection shares: the config, the current state snapshot, the CA
 // and leaf cache, both TLS contexts, the access log. Built once per server.
+#include "resolver_pool.hpp"
 #include "types.hpp"
 #include "vaultgate/access_log.hpp"
 #include "vaultgate/ca.hpp"
@@ -22,6 +23,7 @@ struct Runtime {
     ssl::context upstream_tls{ssl::context::tls_client};       // verified, to bound origins
     std::unique_ptr<AccessLog> log;
     std::vector<tcp::endpoint> self_endpoints;                  // our own listeners, never dialled
+    ResolverPool* resolver = nullptr;                           // owned by the server
     std::atomic<bool> draining{false};
 
     std::shared_ptr<const GatewayState> snapshot() const { return state.load(std::memory_order_acquire); }

@@ -38,6 +38,8 @@ public:
         configure_upstream_context(rt.upstream_tls, config.upstream_ca_file);
         rt.log = std::make_unique<AccessLog>(config.log_access);
 
+        resolver_ = std::make_unique<ResolverPool>(8);
+        rt.resolver = resolver_.get();
         unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
         for (unsigned i = 0; i < threads; ++i) {
             contexts_.push_back(std::make_unique<asio::io_context>(1));
@@ -189,6 +191,9 @@ private:
     std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards_;
     std::vector<std::thread> threads_;
     std::unique_ptr<tcp::acceptor> proxy_acceptor_;
+    // Declared after the io_contexts so it is joined before they go: a finished
+    // lookup posts back to one of them.
+    std::unique_ptr<ResolverPool> resolver_;
     std::size_t next_ = 0;
 
     std::mutex stop_mutex_;

@@ -83,9 +83,12 @@ std::vector<std::string> ReceivedRequest::header_values(const std::string& name)
 }
 
 RecordingUpstream::RecordingUpstream(const std::string& cert_file, const std::string& key_file,
-                                     const std::string& bind_ip) {
-    tls_.use_certificate_chain_file(cert_file);
-    tls_.use_private_key_file(key_file, ssl::context::pem);
+                                     const std::string& bind_ip)
+    : plain_(cert_file.empty()) {
+    if (!plain_) {
+        tls_.use_certificate_chain_file(cert_file);
+        tls_.use_private_key_file(key_file, ssl::context::pem);
+    }
     tcp::endpoint ep(asio::ip::make_address(bind_ip), 0);
     acceptor_.open(ep.protocol());
     acceptor_.set_option(tcp::acceptor::reuse_address(true));
@@ -157,17 +160,24 @@ std::string lower(std::string s) {
 }  // namespace
 
 void RecordingUpstream::serve(std::shared_ptr<tcp::socket> socket) {
-    serve_tls(*socket);
+    if (plain_) {
+        serve_stream(*socket);
+    } else {
+        ssl::stream<tcp::socket&> stream(*socket, tls_);
+        boost::system::error_code ec;
+        stream.handshake(ssl::stream_base::server, ec);
+        if (!ec) {
+            ++handshakes_;
+            serve_stream(stream);
+        }
+    }
     // Close like a real server does when it is done, so tunnels see the end.
     ::shutdown(socket->native_handle(), SHUT_RDWR);
 }
 
-void RecordingUpstream::serve_tls(tcp::socket& socket) {
-    ssl::stream<tcp::socket&> stream(socket, tls_);
+template <class Stream>
+void RecordingUpstream::serve_stream(Stream& stream) {
     boost::system::error_code ec;
-    stream.handshake(ssl::stream_base::server, ec);
-    if (ec) return;
-    ++handshakes_;
     std::string buf;
     char tmp[16384];
     auto fill = [&]() -> bool {
@@ -274,7 +284,7 @@ void RecordingUpstream::serve_tls(tcp::socket& socket) {
             return;
         } else if (path == "/close") {
             send("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil-close body");
-            stream.shutdown(ec);
+            if constexpr (!std::is_same_v<Stream, tcp::socket>) stream.shutdown(ec);
             return;
         } else {
             send("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok");
@@ -568,6 +578,12 @@ CommandResult run_command(const std::vector<std::string>& argv, const std::strin
     waitpid(pid, &status, 0);
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     return r;
+}
+
+std::uint16_t free_port(const std::string& ip) {
+    asio::io_context ioc;
+    tcp::acceptor a(ioc, tcp::endpoint(asio::ip::make_address(ip), 0));
+    return a.local_endpoint().port();
 }
 
 // ---------------------------------------------------------------- base_config

@@ -70,7 +70,8 @@ struct ReceivedRequest {
 //   /sse           chunked text/event-stream: one event, then waits for release_sse(), then one more
 //   /ws            101 Switching Protocols, then echoes every byte back
 //   /close         200 with no framing, body then close
-// Everything received is recorded raw as well.
+// Everything received is recorded raw as well. With an empty cert_file it
+// speaks plain HTTP instead of TLS.
 class RecordingUpstream {
 public:
     RecordingUpstream(const std::string& cert_file, const std::string& key_file,
@@ -86,7 +87,9 @@ public:
 
 private:
     void serve(std::shared_ptr<tcp::socket> socket);
-    void serve_tls(tcp::socket& socket);
+    template <class Stream>
+    void serve_stream(Stream& stream);
+    bool plain_ = false;
     void record_raw(const char* data, std::size_t n);
 
     asio::io_context ioc_;
@@ -182,6 +185,9 @@ struct CommandResult {
 // Runs argv (no shell) with env additions; stdin from `input`.
 CommandResult run_command(const std::vector<std::string>& argv, const std::string& input = "",
                           const std::map<std::string, std::string>& env = {}, int timeout_s = 60);
+
+// A port that was free a moment ago (for configs that must name a port up front).
+std::uint16_t free_port(const std::string& ip = "127.0.0.1");
 
 // A config with the proxy on port 0, the test PKI, a bound service for
 // api.bound.test on the upstream's port, and other.test allowed.

@@ -1,0 +1,192 @@
+// The egress policy on a live proxy: what untrusted code tries to reach, and
+// proof (canary listeners) that refused targets never saw a connection.
+#include "harness.hpp"
+
+#include <gtest/gtest.h>
+
+namespace vaultgate::test {
+namespace {
+
+std::string replace_all(std::string s, const std::string& from, const std::string& to) {
+    for (std::size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size()) s.replace(pos, from.size(), to);
+    return s;
+}
+
+class EgressTest : public ::testing::Test {
+protected:
+    EgressTest()
+        : pki_(dir_),
+          bound_files_(pki_.server_files(dir_, "api.bound.test")),
+          other_files_(pki_.server_files(dir_, "other.test")),
+          bound_(bound_files_.first, bound_files_.second),
+          other_(other_files_.first, other_files_.second, "127.0.0.2") {}
+
+    // `domains` are added to the policy's allowed_domains, as YAML list items.
+    void start(const std::string& policy_lines, const std::string& proxy_port = "0",
+               const std::string& admin_port = "0", const std::string& resolve_lines = "",
+               const std::string& domains = "") {
+        auto yaml = add_domains(base_config(dir_, pki_, bound_.port(), other_.port(), "", policy_lines), domains);
+        yaml = replace_all(yaml, "proxy: 127.0.0.1:0", "proxy: 127.0.0.1:" + proxy_port);
+        yaml = replace_all(yaml, "admin: 127.0.0.1:0", "admin: 127.0.0.1:" + admin_port);
+        yaml = replace_all(yaml, "    other.test: 127.0.0.1\n", "    other.test: 127.0.0.2\n" + resolve_lines);
+        proxy_ = std::make_unique<ProxyUnderTest>(yaml);
+    }
+
+    void TearDown() override {
+        if (proxy_) EXPECT_EQ(proxy_->access_log_text().find(test_secret), std::string::npos);
+        proxy_.reset();
+    }
+
+    std::string add_domains(const std::string& yaml, const std::string& domains) const {
+        if (domains.empty()) return yaml;
+        auto base = "allowed_domains: [\"other.test:" + std::to_string(other_.port()) + "\"";
+        return replace_all(yaml, base, base + ", " + domains);
+    }
+
+    std::string connect(const std::string& authority) {
+        RawClient c(proxy_->port());
+        return c.connect(authority);
+    }
+
+    TempDir dir_;
+    TestPki pki_;
+    std::pair<std::string, std::string> bound_files_, other_files_;
+    RecordingUpstream bound_, other_;
+    std::unique_ptr<ProxyUnderTest> proxy_;
+};
+
+bool has_reason(const std::string& response, const std::string& reason) {
+    return response.find("X-Vaultgate-Reason: " + reason + "\r\n") != std::string::npos &&
+           response.find("\"reason\":\"" + reason + "\"") != std::string::npos;
+}
+
+TEST_F(EgressTest, NameThatReallyResolvesToLoopbackIsRefusedBeforeAnySyn) {
+    CanaryListener canary;
+    start("", "0", "0", "", "\"localhost:" + std::to_string(canary.port()) + "\"");
+    auto head = connect("localhost:" + std::to_string(canary.port()));
+    EXPECT_EQ(head.rfind("HTTP/1.1 403", 0), 0u) << head;
+    EXPECT_TRUE(has_reason(head, "loopback_address")) << head;
+    EXPECT_EQ(canary.accepted(), 0u);
+    EXPECT_TRUE(proxy_->wait_for_log("\"reason\":\"loopback_address\""));
+}
+
+TEST_F(EgressTest, IpLiteralOutsideAllowedCidrsIsRefused) {
+    CanaryListener canary;
+    start("");
+    for (auto target : {"127.0.0.1:" + std::to_string(canary.port()), std::string("169.254.169.254:80"),
+                        std::string("[::1]:") + std::to_string(canary.port()), std::string("10.0.0.1:443")}) {
+        auto head = connect(target);
+        EXPECT_EQ(head.rfind("HTTP/1.1 403", 0), 0u) << target << head;
+        EXPECT_TRUE(has_reason(head, "ip_literal_not_allowed")) << target << head;
+    }
+    EXPECT_EQ(canary.accepted(), 0u);
+}
+
+TEST_F(EgressTest, NonCanonicalIpFormsAre400NotResolved) {
+    start("");
+    for (const char* target : {"2130706433:443", "0x7f.0.0.1:443", "0177.0.0.1:443", "127.1:443",
+                               "0xa9fea9fe:80", "169.16689662:80"}) {
+        auto head = connect(target);
+        EXPECT_EQ(head.rfind("HTTP/1.1 400", 0), 0u) << target << head;
+    }
+}
+
+TEST_F(EgressTest, CidrAllowedLiteralIsTunnelled) {
+    start("    allowed_cidrs: [127.0.0.2/32]\n");
+    RawClient c(proxy_->port());
+    auto head = c.connect("127.0.0.2:" + std::to_string(other_.port()));
+    ASSERT_EQ(head.rfind("HTTP/1.1 200", 0), 0u) << head;
+    // The tunnel carries TLS straight to other.test's own certificate.
+    ASSERT_TRUE(c.start_tls(pki_.upstream_ca_cert, "other.test"));
+    c.write("GET /echo HTTP/1.1\r\nHost: other.test\r\n\r\n");
+    auto r = c.read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->body, "ok");
+    EXPECT_EQ(other_.requests().size(), 1u);
+}
+
+TEST_F(EgressTest, OwnProxyPortIsRefusedByIpAndByNameEvenWhenAllowed) {
+    auto proxy_port = free_port();
+    auto admin_port = free_port();
+    start("    allowed_cidrs: [127.0.0.0/8]\n", std::to_string(proxy_port), std::to_string(admin_port),
+          "    self.test: 127.0.0.1\n",
+          "\"self.test:" + std::to_string(proxy_port) + "\", \"self.test:" + std::to_string(admin_port) + "\"");
+    for (auto port : {proxy_port, admin_port}) {
+        auto by_ip = connect("127.0.0.1:" + std::to_string(port));
+        EXPECT_TRUE(has_reason(by_ip, "self_connection")) << by_ip;
+        auto by_name = connect("self.test:" + std::to_string(port));
+        EXPECT_TRUE(has_reason(by_name, "self_connection")) << by_name;
+    }
+}
+
+TEST_F(EgressTest, AllowedNameWithAnotherPortIsRefused) {
+    start("");
+    auto head = connect("other.test:" + std::to_string(other_.port() == 1 ? 2 : other_.port() - 1));
+    EXPECT_TRUE(has_reason(head, "port_not_allowed")) << head;
+}
+
+TEST_F(EgressTest, SuffixConfusionIsRefused) {
+    start("", "0", "0", "", "\"*.example.com\"");
+    for (const char* target : {"example.com:443", "evilexample.com:443", "api.example.com.evil.com:443"}) {
+        auto head = connect(target);
+        EXPECT_TRUE(has_reason(head, "domain_not_allowed")) << target << head;
+    }
+}
+
+TEST_F(EgressTest, DenialBodyNamesTheConfigKeyThatWouldAllowIt) {
+    start("");
+    auto head = connect("nope.test:443");
+    EXPECT_NE(head.find("allowed_domains"), std::string::npos) << head;
+    EXPECT_NE(head.find("\"destination\":\"nope.test:443\""), std::string::npos) << head;
+}
+
+class PlainHttpTest : public EgressTest {
+protected:
+    PlainHttpTest() : plain_("", "") {}
+    RecordingUpstream plain_;
+};
+
+TEST_F(PlainHttpTest, RefusedWithoutAllowHttp) {
+    start("", "0", "0", "    plain.test: 127.0.0.1\n", "\"plain.test:" + std::to_string(plain_.port()) + "\"");
+    RawClient c(proxy_->port());
+    auto resp = c.send_plain("GET http://plain.test:" + std::to_string(plain_.port()) +
+                             "/echo HTTP/1.1\r\nHost: plain.test\r\n\r\n");
+    EXPECT_EQ(resp.rfind("HTTP/1.1 403", 0), 0u) << resp;
+    EXPECT_TRUE(has_reason(resp, "http_not_allowed")) << resp;
+    EXPECT_EQ(plain_.connections(), 0u);
+}
+
+TEST_F(PlainHttpTest, ForwardedWhenAllowedAndNeverInjected) {
+    // plain.test is also a bound host for https: over plain http it must still get no secret.
+    auto yaml = add_domains(base_config(dir_, pki_, bound_.port(), other_.port(),
+                                        "      - host: plain.test\n        port: " + std::to_string(plain_.port()) +
+                                            "\n        auth: { type: api-key, key: BENCH_KEY }\n",
+                                        "    allow_http: true\n"),
+                            "\"plain.test:" + std::to_string(plain_.port()) + "\"");
+    yaml = replace_all(yaml, "    other.test: 127.0.0.1\n", "    other.test: 127.0.0.1\n    plain.test: 127.0.0.1\n");
+    proxy_ = std::make_unique<ProxyUnderTest>(yaml);
+    auto res = run_command({"curl", "-sS", "--max-time", "20", "-x", "http://127.0.0.1:" + std::to_string(proxy_->port()),
+                            "-H", "x-api-key: placeholder", "-H", "Proxy-Connection: keep-alive",
+                            "http://plain.test:" + std::to_string(plain_.port()) + "/echo?q=1"});
+    EXPECT_EQ(res.exit_code, 0) << res.err;
+    EXPECT_EQ(res.out, "ok");
+    auto reqs = plain_.requests();
+    ASSERT_EQ(reqs.size(), 1u);
+    EXPECT_EQ(reqs[0].target, "/echo?q=1");
+    EXPECT_EQ(reqs[0].header_values("x-api-key"), std::vector<std::string>{"placeholder"});
+    EXPECT_TRUE(reqs[0].header_values("proxy-connection").empty());
+    EXPECT_EQ(plain_.raw().find(test_secret), std::string::npos);
+    EXPECT_TRUE(proxy_->wait_for_log("\"ingress\":\"http\""));
+    // The query string never reaches the log.
+    EXPECT_EQ(proxy_->access_log_text().find("q=1"), std::string::npos);
+}
+
+TEST_F(PlainHttpTest, OriginFormRequestToTheProxyIs400) {
+    start("");
+    RawClient c(proxy_->port());
+    auto resp = c.send_plain("GET /echo HTTP/1.1\r\nHost: plain.test\r\n\r\n");
+    EXPECT_EQ(resp.rfind("HTTP/1.1 400", 0), 0u) << resp;
+}
+
+}  // namespace
+}  // namespace vaultgate::test
