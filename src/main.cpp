@@ -25,6 +25,10 @@ int main(int argc, char** argv) {
         if (command == "serve") return serve(rest);
         if (command == "check-config") return check_config(rest);
         if (command == "ca") return ca_command(rest);
+        if (command == "vault") return vault_command(rest);
+        if (command == "session") return session_command(rest);
+        if (command == "logs") return logs_command(rest);
+        if (command == "bootstrap") return bootstrap_command(rest);
         std::fprintf(stderr, "vaultgate: unknown command '%s'\n", command.c_str());
         print_usage(true);
         return 2;

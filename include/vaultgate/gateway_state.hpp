@@ -7,6 +7,7 @@
 #include "vaultgate/policy.hpp"
 #include "vaultgate/secret.hpp"
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <optional>
@@ -32,6 +33,11 @@ struct Session {
     std::string id;                       // "default" for the listener's default session
     std::vector<std::string> vault_names;
     EgressPolicy policy;
+    // Sessions made through the admin API: the token's SHA-256 (hex; the token
+    // itself is never kept), when it stops working, and an optional source pin.
+    std::string token_digest;             // empty for config sessions (no token)
+    std::optional<std::chrono::system_clock::time_point> expires_at;
+    std::optional<Cidr> source;
 };
 
 // One bound service that matches a destination, with what injection needs.

@@ -5,10 +5,14 @@
 #include "vaultgate/access_log.hpp"
 #include "vaultgate/config.hpp"
 #include "vaultgate/gateway_state.hpp"
+#include "vaultgate/metrics.hpp"
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,10 +41,36 @@ public:
     virtual std::shared_ptr<const GatewayState> state() const = 0;
 
     virtual AccessLog& access_log() = 0;
+    virtual Metrics& metrics() = 0;
+    virtual std::uint16_t admin_port() const = 0;      // 0 for none or a unix socket
+    // Closes every open connection of the session (after DELETE or expiry).
+    virtual void close_session_connections(const std::string& session_id) = 0;
+    // Leaf certificate cache counters, for /metrics.
+    virtual std::pair<std::uint64_t, std::uint64_t> cert_cache_counts() const = 0;
+};
+
+// One admin API call as the listener parsed it, and the answer to write. The
+// listener does HTTP and the bearer-token check; the handler does the rest.
+struct AdminCall {
+    std::string method;
+    std::string path;                              // without the query string
+    std::map<std::string, std::string> query;      // percent-decoded
+    std::string body;
+};
+
+struct AdminReply {
+    int status = 200;
+    std::string content_type = "application/json";
+    std::string body;
 };
 
 struct ServerOptions {
     unsigned threads = 0;     // 0 -> one per core
+    // Serves listen.admin when set. Runs on the admin listener's own thread, so
+    // a slow store write never stalls proxy traffic.
+    std::function<AdminReply(const AdminCall&)> admin_handler;
+    // Required for a TCP admin listener; a unix socket is protected by its mode (0600).
+    std::optional<std::string> admin_token;
 };
 
 // Loads the CA and the upstream trust store named by config; throws

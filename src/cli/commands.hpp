@@ -12,6 +12,10 @@ using Args = std::vector<std::string>;
 int serve(const Args& args);
 int check_config(const Args& args);
 int ca_command(const Args& args);
+int vault_command(const Args& args);
+int session_command(const Args& args);
+int logs_command(const Args& args);
+int bootstrap_command(const Args& args);
 
 void print_usage(bool to_stderr);
 

@@ -5,6 +5,7 @@
 
 #include "vaultgate/address.hpp"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cerrno>
@@ -13,6 +14,7 @@
 #include <initializer_list>
 #include <limits>
 #include <set>
+#include <sstream>
 #include <string_view>
 
 namespace vaultgate {
@@ -46,11 +48,16 @@ std::string shown(std::string_view v) {
 // secret pasted in by mistake.
 std::string kind_of(const Node& n) {
     switch (n.Type()) {
-        case YAML::NodeType::Null: return "null";
-        case YAML::NodeType::Sequence: return "a list";
-        case YAML::NodeType::Map: return "a map";
-        case YAML::NodeType::Scalar: return "a string";
-        default: return "nothing";
+        case YAML::NodeType::Null:
+            return "null";
+        case YAML::NodeType::Sequence:
+            return "a list";
+        case YAML::NodeType::Map:
+            return "a map";
+        case YAML::NodeType::Scalar:
+            return "a string";
+        default:
+            return "nothing";
     }
 }
 
@@ -124,8 +131,8 @@ bool is_reserved_header(std::string_view name) {
         n += (c == '_') ? '-' : c;
     }
     static const std::set<std::string, std::less<>> reserved = {
-        "host", "content-length", "transfer-encoding", "connection", "keep-alive", "te", "trailer", "upgrade",
-        "expect", "proxy-connection",
+        "host", "content-length", "transfer-encoding", "connection", "expect",       // framing and routing
+        "keep-alive", "te", "trailer", "upgrade", "proxy-connection",               // hop-by-hop
     };
     return reserved.count(n) > 0 || n.starts_with("proxy-");
 }
@@ -281,9 +288,9 @@ public:
         if (!root.IsDefined() || root.IsNull()) return cfg;  // an empty file: all defaults
         if (!root.IsMap()) fail(root.Mark(), "", "expected a map of sections at the top level, got " + kind_of(root));
 
-        const auto top = fields_of(root, "",
-                                {"listen", "ca", "upstream", "store", "admin", "log", "limits", "vaults", "sessions",
-                                 "egress_policies"});
+        const auto top = fields_of(
+            root, "",
+            {"listen", "ca", "upstream", "store", "admin", "log", "limits", "vaults", "sessions", "egress_policies"});
         if (auto* e = find(top, "listen")) parse_listen(*e, cfg);
         if (auto* e = find(top, "ca")) parse_ca(*e, cfg);
         if (auto* e = find(top, "upstream")) parse_upstream(*e, cfg);
@@ -391,7 +398,8 @@ private:
         if (v < min || v > max) {
             if (min == 1 && max == std::numeric_limits<std::uint64_t>::max())
                 fail(where(e), path, "must be greater than 0");
-            fail(where(e), path, "must be between " + std::to_string(min) + " and " + std::to_string(max) + ", got " + s);
+            fail(where(e), path,
+                 "must be between " + std::to_string(min) + " and " + std::to_string(max) + ", got " + s);
         }
         return v;
     }
@@ -416,7 +424,8 @@ private:
     }
 
     ListenAddress listen_value(const Entry& e, const std::string& path, bool allow_unix) {
-        const std::string expected = std::string("expected IP:PORT or [IPv6]:PORT") + (allow_unix ? " or unix:/path" : "");
+        const std::string expected =
+            std::string("expected IP:PORT or [IPv6]:PORT") + (allow_unix ? " or unix:/path" : "");
         if (!e.value.IsScalar()) fail(where(e), path, expected + ", got " + kind_of(e.value));
         std::string why;
         auto addr = parse_listen_address(e.value.Scalar(), allow_unix, &why);
@@ -471,8 +480,7 @@ private:
                     fail(r.key_node.Mark(), path, shown(r.key) + " is an IP address; only names can be resolved");
                 const std::string item = child(path, *host.host);
                 const auto ip_text = string_value(r, item);
-                if (!parse_ip_strict(ip_text))
-                    fail(where(r), item, "expected an IP address, got " + shown(ip_text));
+                if (!parse_ip_strict(ip_text)) fail(where(r), item, "expected an IP address, got " + shown(ip_text));
                 if (!cfg.upstream_resolve.emplace(*host.host, ip_text).second)
                     fail(r.key_node.Mark(), path, "host " + shown(*host.host) + " is listed twice");
             }
@@ -504,10 +512,10 @@ private:
 
     void parse_limits(const Entry& e, Limits& limits) {
         const std::string path = "limits";
-        const auto f = section(e, path,
-                               {"max_connections", "max_connections_per_client", "header_bytes", "header_count",
-                                "handshake_timeout", "header_timeout", "idle_timeout", "drain_timeout",
-                                "connect_timeout", "response_timeout"});
+        const auto f = section(
+            e, path,
+            {"max_connections", "max_connections_per_client", "header_bytes", "header_count", "handshake_timeout",
+             "header_timeout", "idle_timeout", "drain_timeout", "connect_timeout", "response_timeout"});
         constexpr auto any = std::numeric_limits<std::uint64_t>::max();
         auto count = [&](std::string_view key, std::size_t& out) {
             if (auto* p = find(f, key)) out = static_cast<std::size_t>(uint_value(*p, child(path, key), 1, any));
@@ -612,7 +620,8 @@ private:
             for (const auto& [n, _] : vault.credentials) names.push_back(n);
             fail(where(*key), child(path, "key"),
                  "no credential " + shown(spec.key) + " in vault '" + vault.name + "'" +
-                     (names.empty() ? std::string(" (it has no credentials)") : " (credentials: " + joined(names) + ")"));
+                     (names.empty() ? std::string(" (it has no credentials)")
+                                    : " (credentials: " + joined(names) + ")"));
         }
 
         if (spec.type == AuthType::api_key || spec.type == AuthType::header) {
@@ -624,7 +633,8 @@ private:
                 const auto name = string_value(*header, p);
                 if (!is_http_token(name)) fail(where(*header), p, "not a valid HTTP header name: " + shown(name));
                 if (is_reserved_header(name))
-                    fail(where(*header), p, shown(name) + " is a framing or hop-by-hop header and cannot carry a credential");
+                    fail(where(*header), p,
+                         shown(name) + " is a framing or hop-by-hop header and cannot carry a credential");
                 spec.header = name;
             }
         }
@@ -669,12 +679,14 @@ private:
         const auto* host = find(f, "host");
         if (!host) fail(node.Mark(), path, "missing required key 'host'");
         svc.host = service_host(*host, child(path, "host"));
-        if (auto* p = find(f, "port")) svc.port = static_cast<std::uint16_t>(uint_value(*p, child(path, "port"), 1, 65535));
+        if (auto* p = find(f, "port"))
+            svc.port = static_cast<std::uint16_t>(uint_value(*p, child(path, "port"), 1, 65535));
         if (auto* p = find(f, "path_prefix")) {
             const auto pp = child(path, "path_prefix");
             svc.path_prefix = string_value(*p, pp);
             std::string why;
-            if (!is_valid_path_prefix(svc.path_prefix, &why)) fail(where(*p), pp, why + ", got " + shown(svc.path_prefix));
+            if (!is_valid_path_prefix(svc.path_prefix, &why))
+                fail(where(*p), pp, why + ", got " + shown(svc.path_prefix));
         }
         const auto* auth = find(f, "auth");
         if (!auth) fail(node.Mark(), path, "missing required key 'auth'");
@@ -722,8 +734,7 @@ private:
                     for (std::size_t k = 0; k < vault.services.size(); ++k) {
                         const auto& other = vault.services[k];
                         if (other.host == svc.host && other.port == svc.port && other.path_prefix == svc.path_prefix)
-                            fail(services[j].Mark(), one,
-                                 "same host, port and path_prefix as " + indexed(spath, k));
+                            fail(services[j].Mark(), one, "same host, port and path_prefix as " + indexed(spath, k));
                     }
                     vault.services.push_back(std::move(svc));
                 }
@@ -738,9 +749,8 @@ private:
             if (!is_valid_name(p.key))
                 fail(p.key_node.Mark(), path, "policy names are [A-Za-z0-9_.-], got " + shown(p.key));
             const auto ppath = child(path, p.key);
-            const auto f = section(p, ppath,
-                                   {"allow_https", "allow_http", "allow_package_managers", "allowed_domains",
-                                    "allowed_cidrs"});
+            const auto f = section(
+                p, ppath, {"allow_https", "allow_http", "allow_package_managers", "allowed_domains", "allowed_cidrs"});
             EgressPolicy policy;
             policy.name = p.key;
             if (auto* x = find(f, "allow_https")) policy.allow_https = bool_value(*x, child(ppath, "allow_https"));
@@ -752,7 +762,8 @@ private:
                 const auto items = list_value(*x, dpath);
                 for (std::size_t i = 0; i < items.size(); ++i) {
                     const auto ipath = indexed(dpath, i);
-                    if (!items[i].IsScalar()) fail(items[i].Mark(), ipath, "expected a string, got " + kind_of(items[i]));
+                    if (!items[i].IsScalar())
+                        fail(items[i].Mark(), ipath, "expected a string, got " + kind_of(items[i]));
                     std::string why;
                     auto rule = DomainRule::parse(items[i].Scalar(), &why);
                     if (!rule)
@@ -766,11 +777,13 @@ private:
                 const auto items = list_value(*x, cpath);
                 for (std::size_t i = 0; i < items.size(); ++i) {
                     const auto ipath = indexed(cpath, i);
-                    if (!items[i].IsScalar()) fail(items[i].Mark(), ipath, "expected a string, got " + kind_of(items[i]));
+                    if (!items[i].IsScalar())
+                        fail(items[i].Mark(), ipath, "expected a string, got " + kind_of(items[i]));
                     auto cidr = parse_cidr(items[i].Scalar());
                     if (!cidr)
                         fail(items[i].Mark(), ipath,
-                             "expected an IP address or CIDR like 10.0.0.0/8 or fd00::/8, got " + shown(items[i].Scalar()));
+                             "expected an IP address or CIDR like 10.0.0.0/8 or fd00::/8, got " +
+                                 shown(items[i].Scalar()));
                     policy.allowed_cidrs.push_back(*cidr);
                 }
             }
@@ -791,7 +804,8 @@ private:
                 const auto items = list_value(*v, vpath);
                 for (std::size_t i = 0; i < items.size(); ++i) {
                     const auto ipath = indexed(vpath, i);
-                    if (!items[i].IsScalar()) fail(items[i].Mark(), ipath, "expected a vault name, got " + kind_of(items[i]));
+                    if (!items[i].IsScalar())
+                        fail(items[i].Mark(), ipath, "expected a vault name, got " + kind_of(items[i]));
                     const auto& name = items[i].Scalar();
                     bool exists = false;
                     for (const auto& vault : cfg.vaults) exists = exists || vault.name == name;
@@ -800,7 +814,8 @@ private:
                         for (const auto& vault : cfg.vaults) names.push_back(vault.name);
                         fail(items[i].Mark(), ipath,
                              "unknown vault " + shown(name) +
-                                 (names.empty() ? std::string(" (no vaults are defined)") : " (vaults: " + joined(names) + ")"));
+                                 (names.empty() ? std::string(" (no vaults are defined)")
+                                                : " (vaults: " + joined(names) + ")"));
                     }
                     for (const auto& earlier : session.vaults)
                         if (earlier == name) fail(items[i].Mark(), ipath, "vault " + shown(name) + " is listed twice");
@@ -826,6 +841,71 @@ private:
 
     std::string source_;
 };
+
+// Records, per document, whether it was nothing but one null and where.
+class DocumentCounter : public YAML::EventHandler {
+public:
+    struct Doc {
+        YAML::Mark start;
+        YAML::Mark null_at;
+        int events = 0;
+        bool only_null = false;
+    };
+    Doc current;
+
+    void OnDocumentStart(const YAML::Mark& m) override { current = Doc{m, YAML::Mark::null_mark(), 0, false}; }
+    void OnDocumentEnd() override {}
+    void OnNull(const YAML::Mark& m, YAML::anchor_t) override {
+        if (current.events++ == 0) {
+            current.only_null = true;
+            current.null_at = m;
+        }
+    }
+    void OnAlias(const YAML::Mark&, YAML::anchor_t) override { seen(); }
+    void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override { seen(); }
+    void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+        seen();
+    }
+    void OnSequenceEnd() override {}
+    void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+        seen();
+    }
+    void OnMapEnd() override {}
+
+private:
+    void seen() {
+        ++current.events;
+        current.only_null = false;
+    }
+};
+
+// One document per file. yaml-cpp 0.7 has a parser bug: a token no rule
+// consumes (a ',' outside a flow collection) yields an empty document without
+// advancing, forever. Two null-only documents at the same position are that
+// bug, reported here as the syntax error it is; the number of documents read
+// is bounded, so the loop cannot run away.
+void check_single_document(const std::string& text, const Parser& parser) {
+    std::istringstream in(text);
+    YAML::Parser yaml(in);
+    DocumentCounter counter;
+    std::vector<DocumentCounter::Doc> docs;
+    while (docs.size() < 3 && yaml.HandleNextDocument(counter)) {
+        docs.push_back(counter.current);
+        const auto n = docs.size();
+        if (n < 2) continue;
+        const auto& prev = docs[n - 2];
+        const auto& doc = docs[n - 1];
+        if (prev.only_null && doc.only_null && prev.null_at.pos == doc.null_at.pos) {
+            const auto pos = static_cast<std::size_t>(doc.null_at.pos);
+            const std::string what = pos < text.size() ? " " + shown(text.substr(pos, 1)) : std::string();
+            parser.fail(doc.null_at, "", "YAML syntax error: unexpected character" + what);
+        }
+        // A second document that is one null may still be the stuck parser;
+        // one more read tells.
+        if (!doc.only_null || n == 3) parser.fail(docs[1].start, "", "only one YAML document is allowed");
+    }
+    if (docs.size() == 2) parser.fail(docs[1].start, "", "only one YAML document is allowed");
+}
 
 }  // namespace
 
@@ -868,17 +948,19 @@ std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
 
 Config parse_config(const std::string& yaml_text, const std::string& source_name) {
     Parser parser(source_name);
-    std::vector<Node> docs;
+    Node root;
     try {
-        docs = YAML::LoadAll(yaml_text);
+        // Counted first: the count also catches the inputs yaml-cpp accepts as
+        // an empty document (a stray ',') and that LoadAll would loop on.
+        check_single_document(yaml_text, parser);
+        root = YAML::Load(yaml_text);
     } catch (const YAML::ParserException& e) {
         parser.fail(e.mark, "", "YAML syntax error: " + e.msg);
     } catch (const YAML::Exception& e) {
         parser.fail(e.mark, "", "cannot parse YAML: " + e.msg);
     }
-    if (docs.size() > 1) parser.fail(docs[1].Mark(), "", "only one YAML document is allowed");
     try {
-        return parser.parse(docs.empty() ? Node() : docs[0]);
+        return parser.parse(root);
     } catch (const YAML::Exception& e) {
         // Not expected: the parser checks types before it reads values.
         parser.fail(e.mark, "", "cannot read YAML: " + e.msg);

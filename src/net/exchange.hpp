@@ -57,6 +57,7 @@ struct ExchangeResult {
     std::uint64_t bytes_down = 0;
     bool keep_client = false;        // the client connection can take another request
     bool keep_upstream = false;      // the upstream connection can be reused
+    double upstream_seconds = 0;     // request sent -> response head received
 };
 
 // The two streams and their buffers, plus how to (re)connect the upstream.
@@ -170,6 +171,7 @@ template <class Client, class Upstream>
 awaitable<void> relay_response(ExchangeIo<Client, Upstream>& io, const ExchangeRequest& req, bool draining,
                                ExchangeResult& result) {
     // Informational 100s are the proxy's to send (it answered Expect itself).
+    auto sent_at = clock::now();
     ResponseHead resp;
     for (;;) {
         ParseResult parsed;
@@ -195,6 +197,7 @@ awaitable<void> relay_response(ExchangeIo<Client, Upstream>& io, const ExchangeR
         }
         break;
     }
+    result.upstream_seconds = std::chrono::duration<double>(clock::now() - sent_at).count();
     auto resp_tokens = connection_tokens(resp.headers);
 
     if (resp.status == 101) {

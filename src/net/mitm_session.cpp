@@ -8,6 +8,7 @@
 #include "http_io.hpp"
 #include "proxy_responses.hpp"
 #include "exchange.hpp"
+#include "session_auth.hpp"
 #include "tls_contexts.hpp"
 #include "vaultgate/diag_log.hpp"
 #include "vaultgate/inject.hpp"
@@ -150,7 +151,7 @@ void MitmSession::log_request(const RequestHead& req, int status, const Binding*
     e.ms = ms_since(request_start_);
     e.reason = std::string(reason);
     e.client = ctx_.client_ip;
-    rt_.log->write(e);
+    rt_.record(e);
 }
 
 awaitable<bool> MitmSession::handshake() {
@@ -228,8 +229,10 @@ awaitable<bool> MitmSession::serve_one() {
     ParseResult parsed;
     HeadTimeouts timeouts{first_request_ ? limits_.header_timeout : limits_.idle_timeout, limits_.header_timeout};
     first_request_ = false;
+    ctx_.watchdog->set_idle(client_buf_.empty());
     auto outcome = co_await read_head(client_, client_buf_, req, parse_request_head, head_limits_, *ctx_.watchdog,
                                       timeouts, parsed);
+    ctx_.watchdog->set_idle(false);
     request_start_ = clock::now();
     bytes_up_ = bytes_down_ = 0;
     switch (outcome) {
@@ -267,7 +270,7 @@ awaitable<bool> MitmSession::serve_one() {
 
     // The state current now: a rotated credential applies from this request on.
     auto state = rt_.snapshot();
-    const Session* session = state->find_session(ctx_.session_id);
+    const Session* session = active_session(*state, ctx_.session_id);
     if (!session) {
         co_await reply(proxy_auth_required_response());
         log_request(req, 407, nullptr, "session_gone");
@@ -307,6 +310,7 @@ awaitable<bool> MitmSession::serve_one() {
         } catch (const std::invalid_argument&) {
             injected = false;
         }
+        if (injected) rt_.metrics.injection(binding->vault->name, binding->service->id);
         if (!injected) {
             // A credential with CR/LF/NUL would split the head: refuse, name nothing.
             for (auto& h : up.headers) wipe_string(h.value);
@@ -326,6 +330,7 @@ awaitable<bool> MitmSession::serve_one() {
         co_await relay_response(io, exchange, rt_.draining.load(std::memory_order_relaxed), result);
     bytes_up_ = result.bytes_up;
     bytes_down_ = result.bytes_down;
+    if (result.upstream_seconds > 0) rt_.metrics.upstream_latency(std::chrono::duration<double>(result.upstream_seconds));
     log_request(req, result.status, binding ? &*binding : nullptr, result.reason);
     co_return result.keep_client;
 }

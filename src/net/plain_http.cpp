@@ -111,7 +111,7 @@ awaitable<void> handle_plain_http(ClientContext& ctx, tcp::socket& client, ReadB
         e.ingress = std::move(ingress);
         e.status = status;
         e.reason = std::move(reason);
-        ctx.rt->log->write(e);
+        ctx.rt->record(e);
     };
 
     auto route = state->route(*session, dest, EgressKind::plain_http);
@@ -157,6 +157,8 @@ awaitable<void> handle_plain_http(ClientContext& ctx, tcp::socket& client, ReadB
     ExchangeResult result;
     if (co_await send_request(io, wire, exchange, result)) co_await relay_response(io, exchange, true, result);
     connector.drop();
+    if (result.upstream_seconds > 0)
+        ctx.rt->metrics.upstream_latency(std::chrono::duration<double>(result.upstream_seconds));
     e.bytes_up = result.bytes_up;
     e.bytes_down = result.bytes_down;
     // A destination refused at the address check is a denial, like any other.

@@ -46,7 +46,7 @@ awaitable<void> deny(ClientContext& ctx, tcp::socket& client, DenyReason reason,
     auto e = entry_for(ctx, "denied", method, dest, start);
     e.status = 403;
     e.reason = std::string(deny_reason_name(reason));
-    ctx.rt->log->write(e);
+    ctx.rt->record(e);
     co_await refuse(ctx, client, denied_response(reason, dest));
 }
 
@@ -57,7 +57,7 @@ awaitable<void> handle_connect(ClientContext& ctx, tcp::socket& client, ReadBuff
         auto e = entry_for(ctx, "denied", "CONNECT", Authority{}, start);
         e.status = 400;
         e.reason = "bad_authority";
-        ctx.rt->log->write(e);
+        ctx.rt->record(e);
         co_await refuse(ctx, client,
                         error_response(400, "bad_authority",
                                        std::string("CONNECT target: ") + std::string(host_error_text(parsed.error)),
@@ -97,7 +97,7 @@ awaitable<void> handle_connect(ClientContext& ctx, tcp::socket& client, ReadBuff
         auto e = entry_for(ctx, "tunnel", "CONNECT", dest, start);
         e.status = status;
         e.reason = dialed.timed_out ? "upstream_timeout" : "upstream_unreachable";
-        ctx.rt->log->write(e);
+        ctx.rt->record(e);
         co_await refuse(ctx, client,
                         error_response(status, e.reason,
                                        dialed.timed_out ? "the destination did not answer in time"
@@ -129,7 +129,7 @@ awaitable<void> run_tunnel(ClientContext& ctx, tcp::socket& client, tcp::socket&
     e.status = 200;
     e.bytes_up = counters.up;
     e.bytes_down = counters.down;
-    ctx.rt->log->write(e);
+    ctx.rt->record(e);
     wd.unwatch(upstream);
     error_code ignored;
     upstream.close(ignored);
@@ -169,15 +169,17 @@ awaitable<void> handle_proxy_client(std::shared_ptr<Runtime> rt, tcp::socket cli
             auto e = entry_for(ctx, "denied", req.method, Authority{}, start);
             e.status = 407;
             e.reason = "session_required";
-            rt->log->write(e);
+            rt->record(e);
             co_await refuse(ctx, client, proxy_auth_required_response());
         } else {
             ctx.session_id = auth.session->id;
+            rt->connections.add(ctx.session_id, ctx.watchdog);
             if (req.method == "CONNECT") {
                 co_await handle_connect(ctx, client, buf, req, *auth.session, *state, start);
             } else {
                 co_await handle_plain_http(ctx, client, buf, std::move(req), state, start);
             }
+            rt->connections.remove(ctx.session_id, ctx.watchdog);
         }
     }
     ctx.watchdog->stop();

@@ -1,12 +1,14 @@
 #pragma once
 // What every connection shares: the config, the current state snapshot, the CA
 // and leaf cache, both TLS contexts, the access log. Built once per server.
+#include "connection_registry.hpp"
 #include "resolver_pool.hpp"
 #include "types.hpp"
 #include "vaultgate/access_log.hpp"
 #include "vaultgate/ca.hpp"
 #include "vaultgate/config.hpp"
 #include "vaultgate/gateway_state.hpp"
+#include "vaultgate/metrics.hpp"
 
 #include <atomic>
 #include <memory>
@@ -25,8 +27,17 @@ struct Runtime {
     std::vector<tcp::endpoint> self_endpoints;                  // our own listeners, never dialled
     ResolverPool* resolver = nullptr;                           // owned by the server
     std::atomic<bool> draining{false};
+    ConnectionRegistry connections;
+    Metrics metrics;
 
     std::shared_ptr<const GatewayState> snapshot() const { return state.load(std::memory_order_acquire); }
+
+    // One finished request or tunnel: the access log line and its counters.
+    void record(const AccessLogEntry& e) {
+        log->write(e);
+        metrics.request(e.ingress, e.status);
+        if (e.ingress == "denied" && !e.reason.empty()) metrics.denial(e.reason);
+    }
 };
 
 }  // namespace vaultgate::net

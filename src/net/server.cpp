@@ -3,6 +3,7 @@
 // accept loop hands new sockets out round-robin.
 #include "vaultgate/server.hpp"
 
+#include "admin_listener.hpp"
 #include "connection.hpp"
 #include "runtime.hpp"
 #include "tls_contexts.hpp"
@@ -28,7 +29,7 @@ tcp::endpoint endpoint_of(const ListenAddress& a) {
 class GatewayServer final : public Server {
 public:
     GatewayServer(const Config& config, std::shared_ptr<const GatewayState> state, ServerOptions options)
-        : runtime_(std::make_shared<Runtime>()) {
+        : runtime_(std::make_shared<Runtime>()), options_(std::move(options)) {
         auto& rt = *runtime_;
         rt.config = config;
         rt.state.store(std::move(state));
@@ -40,7 +41,7 @@ public:
 
         resolver_ = std::make_unique<ResolverPool>(8);
         rt.resolver = resolver_.get();
-        unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+        unsigned threads = options_.threads ? options_.threads : std::max(1u, std::thread::hardware_concurrency());
         for (unsigned i = 0; i < threads; ++i) {
             contexts_.push_back(std::make_unique<asio::io_context>(1));
             guards_.emplace_back(asio::make_work_guard(*contexts_.back()));
@@ -57,8 +58,20 @@ public:
         proxy_acceptor_ = std::make_unique<tcp::acceptor>(main);
         open_acceptor(*proxy_acceptor_, endpoint_of(runtime_->config.listen_proxy), "listen.proxy");
         runtime_->self_endpoints.push_back(proxy_acceptor_->local_endpoint());
-        // The admin listener is refused as a destination too, even before it runs.
-        if (!runtime_->config.listen_admin.is_unix()) {
+        if (options_.admin_handler) {
+            admin_listener_ = std::make_unique<AdminListener>(admin_context_, runtime_->config.listen_admin,
+                                                              options_.admin_handler, options_.admin_token);
+            admin_listener_->start();
+            if (auto ep = admin_listener_->tcp_endpoint()) runtime_->self_endpoints.push_back(*ep);
+            admin_thread_ = std::thread([this] {
+                try {
+                    admin_context_.run();
+                } catch (const std::exception& e) {
+                    log_error(std::string("admin: unexpected exception: ") + e.what());
+                }
+            });
+        } else if (!runtime_->config.listen_admin.is_unix()) {
+            // Not served here, but still never a destination.
             auto admin = endpoint_of(runtime_->config.listen_admin);
             if (admin.port() != 0) runtime_->self_endpoints.push_back(admin);
         }
@@ -87,6 +100,9 @@ public:
             stopping_ = true;
         }
         runtime_->draining = true;
+        // Keep-alive connections waiting for their next request end now; the
+        // ones mid-request finish it (their loop sees `draining`).
+        runtime_->connections.close_idle();
         if (proxy_acceptor_) {
             asio::post(contexts_.front()->get_executor(), [this] {
                 error_code ignored;
@@ -101,11 +117,14 @@ public:
         }
         for (auto& g : guards_) g.reset();
         for (auto& c : contexts_) c->stop();
+        if (admin_listener_) asio::post(admin_context_, [this] { admin_listener_->close(); });
+        admin_context_.stop();
     }
 
     void wait() override {
         for (auto& t : threads_)
             if (t.joinable()) t.join();
+        if (admin_thread_.joinable()) admin_thread_.join();
     }
 
     std::uint16_t proxy_port() const override { return proxy_acceptor_ ? proxy_acceptor_->local_endpoint().port() : 0; }
@@ -115,6 +134,18 @@ public:
     }
     std::shared_ptr<const GatewayState> state() const override { return runtime_->snapshot(); }
     AccessLog& access_log() override { return *runtime_->log; }
+    Metrics& metrics() override { return runtime_->metrics; }
+    std::uint16_t admin_port() const override {
+        if (!admin_listener_) return 0;
+        auto ep = admin_listener_->tcp_endpoint();
+        return ep ? ep->port() : 0;
+    }
+    void close_session_connections(const std::string& session_id) override {
+        runtime_->connections.close_session(session_id);
+    }
+    std::pair<std::uint64_t, std::uint64_t> cert_cache_counts() const override {
+        return {runtime_->leaves->hits(), runtime_->leaves->misses()};
+    }
 
 private:
     static std::string format_endpoint(const tcp::endpoint& ep) {
@@ -146,11 +177,13 @@ private:
     }
 
     static awaitable<void> serve_connection(std::shared_ptr<Runtime> rt, tcp::socket socket, GatewayServer* self) {
+        rt->metrics.connection_opened();
         try {
             co_await handle_proxy_client(rt, std::move(socket));
         } catch (const std::exception& e) {
             log_error(std::string("connection: unexpected exception: ") + e.what());
         }
+        rt->metrics.connection_closed();
         self->connection_ended();
     }
 
@@ -169,6 +202,7 @@ private:
                 continue;
             }
             if (self->active_count() >= rt->config.limits.max_connections) {
+                rt->metrics.connection_refused();
                 error_code ignored;
                 socket.close(ignored);
                 continue;
@@ -187,6 +221,10 @@ private:
     }
 
     std::shared_ptr<Runtime> runtime_;
+    ServerOptions options_;
+    asio::io_context admin_context_{1};
+    std::unique_ptr<AdminListener> admin_listener_;
+    std::thread admin_thread_;
     std::vector<std::unique_ptr<asio::io_context>> contexts_;
     std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards_;
     std::vector<std::thread> threads_;

@@ -1,12 +1,73 @@
 #include "session_auth.hpp"
 
+#include "dialer.hpp"
+#include "vaultgate/store.hpp"
+
+#include <openssl/evp.h>
+
 namespace vaultgate::net {
+
+namespace {
+
+// Strict base64 (RFC 4648, padding required when the length needs it).
+std::optional<std::string> decode_base64(std::string_view in) {
+    if (in.empty() || in.size() % 4 != 0 || in.size() > 4096) return std::nullopt;
+    std::string out(in.size() / 4 * 3, '\0');
+    int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                            reinterpret_cast<const unsigned char*>(in.data()), static_cast<int>(in.size()));
+    if (n < 0) return std::nullopt;
+    std::size_t pad = 0;
+    if (in.back() == '=') ++pad;
+    if (in.size() > 1 && in[in.size() - 2] == '=') ++pad;
+    out.resize(static_cast<std::size_t>(n) - pad);
+    return out;
+}
+
+bool source_allowed(const Session& s, std::string_view client_ip) {
+    if (!s.source) return true;
+    error_code ec;
+    auto addr = asio::ip::make_address(std::string(client_ip), ec);
+    return !ec && s.source->contains(to_ip_address(addr));
+}
+
+}  // namespace
 
 SessionAuth authenticate_session(const GatewayState& state, const RequestHead& req, std::string_view client_ip) {
     SessionAuth out;
-    if (req.count("proxy-authorization") > 0) return out;  // token sessions: see the admin API
-    out.session = state.default_session_ptr();
+    auto header_count = req.count("proxy-authorization");
+    if (header_count == 0) {
+        out.session = state.default_session_ptr();
+        if (out.session && !source_allowed(*out.session, client_ip)) out.session = nullptr;
+        return out;
+    }
+    if (header_count > 1) return out;
+    std::string_view value = *req.get("proxy-authorization");
+    constexpr std::string_view scheme = "basic ";
+    if (value.size() <= scheme.size() || !iequals(value.substr(0, scheme.size()), scheme)) return out;
+    value.remove_prefix(scheme.size());
+    while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+    auto decoded = decode_base64(value);
+    if (!decoded) return out;
+    auto colon = decoded->find(':');
+    if (colon == std::string::npos) {
+        wipe_string(*decoded);
+        return out;
+    }
+    std::string_view id(decoded->data(), colon);
+    std::string_view token(decoded->data() + colon + 1, decoded->size() - colon - 1);
+    const Session* s = state.find_session(id);
+    // Only sessions with a token can be named; the default session is implicit.
+    bool ok = s && !s->token_digest.empty() && constant_time_equal(token_digest(token), s->token_digest) &&
+              (!s->expires_at || std::chrono::system_clock::now() < *s->expires_at) && source_allowed(*s, client_ip);
+    wipe_string(*decoded);
+    if (ok) out.session = s;
     return out;
+}
+
+const Session* active_session(const GatewayState& state, std::string_view id) {
+    const Session* s = state.find_session(id);
+    if (s && s->expires_at && std::chrono::system_clock::now() >= *s->expires_at) return nullptr;
+    return s;
 }
 
 }  // namespace vaultgate::net

@@ -10,14 +10,25 @@ void Watchdog::start() {
 
 void Watchdog::arm(clock::duration timeout) {
     expired_ = false;
-    auto next = clock::now() + timeout;
+    auto next = killed_ ? clock::now() : clock::now() + timeout;
     bool earlier = next < deadline_;
     deadline_ = next;
     // Only a deadline earlier than the one the timer sleeps towards needs a wake-up.
     if (earlier) timer_.cancel();
 }
 
-void Watchdog::disarm() { deadline_ = clock::time_point::max(); }
+void Watchdog::disarm() {
+    if (!killed_) deadline_ = clock::time_point::max();
+}
+
+void Watchdog::kill() {
+    if (stopped_) return;
+    killed_ = true;
+    expired_ = true;
+    cancel_all();
+    deadline_ = clock::now();
+    timer_.cancel();
+}
 
 void Watchdog::stop() {
     stopped_ = true;
@@ -25,7 +36,9 @@ void Watchdog::stop() {
     timer_.cancel();
 }
 
-void Watchdog::unwatch(tcp::socket& s) { std::erase(sockets_, &s); }
+void Watchdog::cancel_all() {
+    for (const auto& w : sockets_) w.cancel(w.socket);
+}
 
 awaitable<void> Watchdog::loop(std::shared_ptr<Watchdog> self) {
     while (!self->stopped_) {
@@ -34,11 +47,8 @@ awaitable<void> Watchdog::loop(std::shared_ptr<Watchdog> self) {
         if (self->stopped_) break;
         if (clock::now() < self->deadline_) continue;  // moved, or woken to reschedule
         self->expired_ = true;
-        self->deadline_ = clock::time_point::max();
-        for (auto* s : self->sockets_) {
-            error_code ignored;
-            s->cancel(ignored);
-        }
+        self->deadline_ = self->killed_ ? clock::now() + std::chrono::milliseconds(100) : clock::time_point::max();
+        self->cancel_all();
     }
 }
 

@@ -20,9 +20,28 @@ public:
     void arm(clock::duration timeout);          // deadline = now + timeout; clears expired()
     void disarm();
     void stop();                                // connection finished: end the loop
+    // Ends the connection from outside (session deleted or expired, drain):
+    // cancels now and keeps every later deadline at "now". Call on its executor.
+    void kill();
+    bool killed() const { return killed_; }
+    asio::any_io_executor executor() { return timer_.get_executor(); }
+    // True while the connection waits for a new request with nothing buffered:
+    // a drain may close it without cutting anything short.
+    void set_idle(bool idle) { idle_ = idle; }
+    bool idle() const { return idle_; }
     bool expired() const { return expired_; }
-    void watch(tcp::socket& s) { sockets_.push_back(&s); }
-    void unwatch(tcp::socket& s);
+    // Any socket type (TCP, unix): expiry cancels its pending operations.
+    template <class Socket>
+    void watch(Socket& s) {
+        sockets_.push_back({&s, [](void* p) {
+                                error_code ignored;
+                                static_cast<Socket*>(p)->cancel(ignored);
+                            }});
+    }
+    template <class Socket>
+    void unwatch(Socket& s) {
+        std::erase_if(sockets_, [&](const Watched& w) { return w.socket == &s; });
+    }
 
 private:
     static awaitable<void> loop(std::shared_ptr<Watchdog> self);
@@ -31,7 +50,15 @@ private:
     clock::time_point deadline_ = clock::time_point::max();
     bool expired_ = false;
     bool stopped_ = false;
-    std::vector<tcp::socket*> sockets_;
+    bool killed_ = false;
+    bool idle_ = false;
+    void cancel_all();
+
+    struct Watched {
+        void* socket;
+        void (*cancel)(void*);
+    };
+    std::vector<Watched> sockets_;
 };
 
 }  // namespace vaultgate::net

@@ -124,7 +124,8 @@ TEST(GatewayStateTest, CredentialFromFile) {
     for (const auto& c : cases) {
         const auto path = dir.write(c.name, c.content);
         std::vector<std::string> warnings;
-        const auto state = build("vaults:\n  - name: v\n    credentials:\n      K: { file: \"" + path + "\" }\n", warnings);
+        const auto state =
+            build("vaults:\n  - name: v\n    credentials:\n      K: { file: \"" + path + "\" }\n", warnings);
         const auto& creds = state->vaults.at("v").credentials;
         if (c.want) {
             ASSERT_TRUE(creds.count("K")) << c.name;
@@ -153,13 +154,15 @@ TEST(GatewayStateTest, UnreadableCredentialFileIsAnError) {
         {too_big, "larger than 65536 bytes"},
     };
     for (const auto& c : cases) {
-        const auto yaml = "vaults:\n  - name: a\n  - name: v\n    credentials:\n      OK: { env: HOME }\n      K: { file: \"" +
-                          c.path + "\" }\n";
+        const auto yaml =
+            "vaults:\n  - name: a\n  - name: v\n    credentials:\n      OK: { env: HOME }\n      K: { file: \"" +
+            c.path + "\" }\n";
         try {
             build(yaml);
             ADD_FAILURE() << "no error for " << c.path;
         } catch (const ConfigError& e) {
-            EXPECT_EQ(std::string(e.what()), "s.yaml: vaults[1].credentials.K: cannot read " + c.path + ": " + c.reason);
+            EXPECT_EQ(std::string(e.what()),
+                      "s.yaml: vaults[1].credentials.K: cannot read " + c.path + ": " + c.reason);
         }
     }
 }
@@ -262,11 +265,12 @@ struct RequestCase {
 };
 
 TEST_F(RoutingTest, BindingForRequestByPathPrefix) {
-    const RequestCase cases[] = {
-        {"/api", "one/0"},       {"/api/", "one/0"},      {"/api/v1/x", "one/0"}, {"/api?x=1", "one/0"},
-        {"/apix", "one/1"},      {"/", "one/1"},          {"/other", "one/1"},    {"/API", "one/1"},
-        {"/api/../admin", "one/1"},  // not under /api once the origin resolves it
-    };
+    const RequestCase cases[] =
+        {
+            {"/api", "one/0"},          {"/api/", "one/0"}, {"/api/v1/x", "one/0"}, {"/api?x=1", "one/0"},
+            {"/apix", "one/1"},         {"/", "one/1"},     {"/other", "one/1"},    {"/API", "one/1"},
+            {"/api/../admin", "one/1"},  // not under /api once the origin resolves it
+        };
     for (const auto& c : cases) {
         const auto b = state_->binding_for_request(session("default"), "api.example.com", 443, c.path);
         ASSERT_TRUE(b.has_value()) << c.path;
@@ -366,8 +370,7 @@ TEST(PathPrefixTest, Table) {
         {"/api/.well-known", "/api", true},
         {"/api/a%2", "/api", true},
     };
-    for (const auto& c : cases)
-        EXPECT_EQ(path_has_prefix(c.path, c.prefix), c.want) << c.path << " under " << c.prefix;
+    for (const auto& c : cases) EXPECT_EQ(path_has_prefix(c.path, c.prefix), c.want) << c.path << " under " << c.prefix;
 }
 
 }  // namespace

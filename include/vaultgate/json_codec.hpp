@@ -1,0 +1,49 @@
+#pragma once
+// JSON forms of a bound service and of an egress policy: the shapes of the admin
+// API request bodies (SPEC.md, "Admin API") and of the store payload. Decoding
+// validates with the same rules as the config loader, so a service created over
+// the API can do nothing a config-file service could not. No Asio here.
+#include "vaultgate/address.hpp"
+#include "vaultgate/config.hpp"
+#include "vaultgate/policy.hpp"
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace vaultgate {
+
+// {"host","port","path_prefix","auth_config":{"type",...},"redact_response"}.
+// Every key is written, so that the text says exactly what applies.
+nlohmann::json service_to_json(const ServiceConfig& service);
+
+// Absent or null optional keys take the config defaults (port 443, path_prefix
+// "/", redact_response false, api-key header "x-api-key"). The credential named
+// by auth_config.key is only checked for its form: whether the vault holds it is
+// the caller's question. On bad input returns nullopt and sets *error to
+// "field.path: what is wrong"; values are never quoted in it, since a request
+// body may carry a secret in the wrong place and errors end up in responses and
+// logs.
+std::optional<ServiceConfig> service_from_json(const nlohmann::json& j, std::string* error);
+
+// {"allow_https","allow_http","allow_package_managers","allowed_domains":[...],
+// "allowed_cidrs":[...]}. The policy's `name` is not part of this form: an
+// inline policy has none, and a stored one keeps it beside.
+nlohmann::json policy_to_json(const EgressPolicy& policy);
+
+// Absent or null keys take the config defaults. Errors as for service_from_json.
+std::optional<EgressPolicy> policy_from_json(const nlohmann::json& j, std::string* error);
+
+// The text a rule was written as, normalised: "api.example.com",
+// "*.example.com:8443". DomainRule::parse of it gives the rule back.
+std::string domain_rule_text(const DomainRule& rule);
+
+// "10.0.0.0/8", "fd00::/8", "192.0.2.1/32"; parse_cidr of it gives the CIDR back.
+std::string cidr_text(const Cidr& cidr);
+
+// "api-key", "bearer", "basic", "header", "query".
+std::string_view auth_type_name(AuthType type);
+
+}  // namespace vaultgate

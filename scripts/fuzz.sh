@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets in build-fuzz/ (clang, ASan + UBSan) and runs
+# each one for a bounded time, one after another.
+#
+#   scripts/fuzz.sh [seconds-per-target] [target...]
+#
+# Defaults: 60 s, every target. The seed corpus in fuzz/corpus/<target>/ and
+# the saved reproducers in fuzz/regressions/<target>-* are copied to a scratch
+# directory first, so new inputs found by a run never end up in the repository. Crash reproducers are kept (their paths are printed) in
+# $FUZZ_WORK_DIR (default: a temporary directory, left in place when a target
+# fails). Exits non-zero if any target crashed, leaked, timed out or ran out of
+# memory. Extra libFuzzer flags can be given in $FUZZ_FLAGS.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+build_dir=${BUILD_DIR:-$root/build-fuzz}
+seconds=${1:-60}
+shift || true
+all_targets=(fuzz_request_head fuzz_response_head fuzz_chunked fuzz_host fuzz_config)
+targets=("$@")
+[ ${#targets[@]} -eq 0 ] && targets=("${all_targets[@]}")
+
+if ! [[ $seconds =~ ^[1-9][0-9]*$ ]]; then
+  echo "usage: $0 [seconds-per-target] [target...]" >&2
+  exit 2
+fi
+
+cxx=${CXX_FUZZ:-clang++-14}
+command -v "$cxx" >/dev/null || { echo "fuzz.sh: $cxx not found (apt-get install clang-14 libclang-rt-14-dev)" >&2; exit 2; }
+
+cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DVAULTGATE_FUZZ=ON -DVAULTGATE_TESTS=OFF -DCMAKE_CXX_COMPILER="$cxx" >/dev/null
+# Only the fuzz targets: the network side is not fuzzed and takes long to build.
+ninja -C "$build_dir" "${targets[@]}"
+
+work=${FUZZ_WORK_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/vaultgate-fuzz.XXXXXX")}
+mkdir -p "$work"
+failed=()
+summary=()
+for t in "${targets[@]}"; do
+  corpus=$work/$t/corpus
+  artifacts=$work/$t/artifacts
+  mkdir -p "$corpus" "$artifacts"
+  if [ -d "$root/fuzz/corpus/$t" ]; then cp -R "$root/fuzz/corpus/$t/." "$corpus/"; fi
+  # Saved reproducers run first, as seeds: a bug that comes back fails at once.
+  for r in "$root/fuzz/regressions/$t"-*; do [ -f "$r" ] && cp "$r" "$corpus/"; done
+  log=$work/$t/fuzz.log
+  echo "== $t: ${seconds}s (log: $log)"
+  # Run from the work dir: libFuzzer writes crash-* files to the cwd when no
+  # artifact prefix applies, and the repository must stay clean.
+  status=0
+  (cd "$work/$t" && "$build_dir/fuzz/$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+      -print_final_stats=1 -artifact_prefix="$artifacts/" ${FUZZ_FLAGS:-} "$corpus") >"$log" 2>&1 || status=$?
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+  if [ "$status" -ne 0 ]; then
+    failed+=("$t")
+    summary+=("$t: FAILED (exit $status) after ${execs:-?} execs; reproducer(s): $(ls "$artifacts" | tr '\n' ' ')")
+    grep -E '^(==[0-9]+==ERROR|SUMMARY|.*invariant broken|.*runtime error)' "$log" | head -n 5 || true
+  else
+    summary+=("$t: ok, ${execs:-?} execs, corpus $(ls "$corpus" | wc -l) files")
+  fi
+done
+
+echo
+echo "== summary (${seconds}s per target; work dir $work)"
+printf '  %s\n' "${summary[@]}"
+if [ ${#failed[@]} -ne 0 ]; then
+  echo "crashing targets: ${failed[*]}; reproduce with $build_dir/fuzz/<target> <artifact>" >&2
+  exit 1
+fi
+[ -n "${FUZZ_WORK_DIR:-}" ] || rm -rf "$work"
