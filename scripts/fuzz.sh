@@ -6,10 +6,11 @@
 #
 # Defaults: 60 s, every target. The seed corpus in fuzz/corpus/<target>/ and
 # the saved reproducers in fuzz/regressions/<target>-* are copied to a scratch
-# directory first, so new inputs found by a run never end up in the repository. Crash reproducers are kept (their paths are printed) in
-# $FUZZ_WORK_DIR (default: a temporary directory, left in place when a target
-# fails). Exits non-zero if any target crashed, leaked, timed out or ran out of
-# memory. Extra libFuzzer flags can be given in $FUZZ_FLAGS.
+# directory first, so new inputs found by a run never end up in the repository.
+# Crash reproducers are kept (their paths are printed) in $FUZZ_WORK_DIR
+# (default: a temporary directory, left in place when a target fails). Exits
+# non-zero if any target crashed, leaked, timed out or ran out of memory.
+# Extra libFuzzer flags can be given in $FUZZ_FLAGS.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)

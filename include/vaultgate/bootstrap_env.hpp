@@ -76,7 +76,12 @@ struct UrlVar {
     UrlTarget target;
 };
 
-// The variables whose value is an http(s) URL with a valid host, in input order.
+// HTTPS_PROXY, http_proxy, ALL_PROXY, NO_PROXY and the like: the platform's own
+// proxy settings, which the session's replace.
+bool is_proxy_setting(std::string_view name);
+
+// The variables whose value is an http(s) URL with a valid host, in input
+// order. Proxy settings are not among them: a proxy is not where a key goes.
 std::vector<UrlVar> find_url_vars(const EnvList& vars);
 
 // The URL variable a secret belongs to, as an index into `urls`. With exactly

@@ -62,6 +62,7 @@ struct AdminReply {
     int status = 200;
     std::string content_type = "application/json";
     std::string body;
+    std::vector<std::pair<std::string, std::string>> headers;   // e.g. Allow on a 405
 };
 
 struct ServerOptions {

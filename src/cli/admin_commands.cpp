@@ -225,9 +225,9 @@ int vault_add_service(const AdminClient& client, const CommandLine& cl) {
     auto host = cl.value("--host");
     auto type = cl.value("--auth");
     auto key = cl.value("--key");
-    if (!host) throw UsageError("vault add-service: --host H is required");
-    if (!type) throw UsageError("vault add-service: --auth TYPE is required (api-key, bearer, basic, header, query)");
-    if (!key) throw UsageError("vault add-service: --key K (the credential's name) is required");
+    if (!host) throw UsageError("add-service needs --host H");
+    if (!type) throw UsageError("add-service needs --auth TYPE (api-key, bearer, basic, header or query)");
+    if (!key) throw UsageError("add-service needs --key K, the name of the credential to inject");
     json auth = {{"type", *type}, {"key", *key}};
     for (const char* option : {"header", "user", "template", "param"})
         if (auto v = cl.value(std::string("--") + option)) auth[option] = *v;
@@ -252,11 +252,11 @@ int vault_add_service(const AdminClient& client, const CommandLine& cl) {
 int session_create(const AdminClient& client, const CommandLine& cl) {
     expect_positionals(cl, 0, "session create --vault ID [--vault ID ...] [--ttl SECONDS] [...]");
     auto vaults = cl.values("--vault");
-    if (vaults.empty()) throw UsageError("session create: at least one --vault ID is required");
+    if (vaults.empty()) throw UsageError("at least one --vault ID is required");
     auto domains = cl.values("--allow-domain");
     auto policy = cl.value("--policy");
     if (policy && !domains.empty())
-        throw UsageError("session create: give --policy NAME or --allow-domain D, not both");
+        throw UsageError("give --policy NAME or --allow-domain D, not both");
 
     json body = {{"vault_ids", vaults}};
     if (auto ttl = cl.value("--ttl")) body["ttl_seconds"] = parse_number(*ttl, "--ttl", 1, 365ull * 24 * 3600);

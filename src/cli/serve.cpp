@@ -1,15 +1,20 @@
 // `vaultgate serve` and `vaultgate check-config`: load the config, build the
 // state, run the server, and turn signals into reloads and drains.
 #include "commands.hpp"
+#include "sd_notify.hpp"
+#include "vaultgate/admin_api.hpp"
 #include "vaultgate/ca.hpp"
 #include "vaultgate/config.hpp"
 #include "vaultgate/diag_log.hpp"
 #include "vaultgate/gateway_state.hpp"
 #include "vaultgate/server.hpp"
+#include "vaultgate/store.hpp"
 
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <pthread.h>
 
 namespace vaultgate::cli {
@@ -32,13 +37,6 @@ std::optional<Config> load_or_report(const std::string& path) {
     }
 }
 
-std::shared_ptr<const GatewayState> build_and_report(const Config& config) {
-    std::vector<std::string> warnings;
-    auto state = build_state(config, warnings);
-    for (const auto& w : warnings) log_warn(w);
-    return state;
-}
-
 // The quick start runs on a fresh checkout: a missing CA (both files absent)
 // is generated once; one file without the other is an operator mistake.
 void ensure_ca(const Config& config) {
@@ -55,6 +53,39 @@ void ensure_ca(const Config& config) {
     create_ca_files(dir.empty() ? "." : dir.string(), "vaultgate proxy CA");
     log_info("generated a new proxy CA in " + (dir.empty() ? std::string(".") : dir.string()) +
              "; sandboxes must trust " + config.ca_cert);
+}
+
+std::string read_file(const std::string& path, const std::string& what) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::runtime_error(what + ": cannot read " + path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+// The admin token file holds one line; surrounding whitespace is not part of it.
+std::optional<std::string> read_admin_token(const Config& config) {
+    if (!config.admin_token_file) return std::nullopt;
+    auto token = read_file(*config.admin_token_file, "admin.token_file");
+    while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
+    while (!token.empty() && std::isspace(static_cast<unsigned char>(token.front()))) token.erase(0, 1);
+    if (token.size() < 16)
+        throw std::runtime_error("admin.token_file: " + *config.admin_token_file +
+                                 " must hold a token of at least 16 characters");
+    return token;
+}
+
+// Adapts the listener's parsed call to the admin API and back.
+AdminReply call_admin(AdminApi& api, const AdminCall& call) {
+    AdminRequest req{call.method, call.path, call.query, call.body};
+    auto resp = api.handle(req);
+    wipe_string(req.body);
+    AdminReply reply;
+    reply.status = resp.status;
+    reply.content_type = resp.content_type;
+    reply.body = std::move(resp.body);
+    reply.headers = std::move(resp.headers);
+    return reply;
 }
 
 }  // namespace
@@ -80,14 +111,20 @@ int serve(const Args& args) {
     parse_log_level(config->log_level, level);
     set_log_level(level);
 
-    std::shared_ptr<const GatewayState> state;
-    try {
-        state = build_and_report(*config);
-    } catch (const ConfigError& e) {
-        std::fprintf(stderr, "vaultgate: %s\n", e.what());
+    // The first real snapshot comes from the admin API's load() below, which
+    // reads the config's credentials and the store; until then nothing is served.
+    auto state = std::make_shared<const GatewayState>();
+    ensure_ca(*config);
+    if (!config->listen_admin.is_unix() && !config->admin_token_file) {
+        std::fprintf(stderr, "vaultgate: %s: admin.token_file is required when listen.admin is a TCP address "
+                             "(or use listen.admin: unix:/path)\n", path.c_str());
         return 2;
     }
-    ensure_ca(*config);
+    auto admin_token = read_admin_token(*config);
+
+    // The store: a wrong master key or a damaged file stops the start here.
+    auto master_key = load_master_key(config->store_master_key_file);
+    auto store = open_file_store(config->store_path, master_key);
 
     // Signals are taken synchronously by this thread; worker threads inherit the mask.
     sigset_t signals;
@@ -98,27 +135,57 @@ int serve(const Args& args) {
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
     std::signal(SIGPIPE, SIG_IGN);
 
-    auto server = make_server(*config, state);
+    std::unique_ptr<AdminApi> api;
+    ServerOptions options;
+    options.admin_handler = [&api](const AdminCall& call) { return call_admin(*api, call); };
+    options.admin_token = admin_token;
+    auto server = make_server(*config, state, options);
+
+    AdminOptions admin_options;
+    admin_options.proxy_url = "http://" + config->listen_proxy.to_string();
+    admin_options.ca_cert_pem = read_file(config->ca_cert, "ca.cert");
+    Server* srv = server.get();
+    api = std::make_unique<AdminApi>(
+        *config, std::move(store), master_key, admin_options,
+        [srv](std::shared_ptr<const GatewayState> s) { srv->replace_state(std::move(s)); }, &server->access_log(),
+        &server->metrics(), [srv] { return srv->cert_cache_counts(); });
+    api->on_session_closed = [srv](const std::string& id) { srv->close_session_connections(id); };
+    try {
+        api->load();
+    } catch (const ConfigError& e) {
+        std::fprintf(stderr, "vaultgate: %s\n", e.what());
+        return 2;
+    }
     server->start();
+    sd_notify_state("READY=1\nSTATUS=serving");
 
     for (;;) {
-        int sig = 0;
-        if (sigwait(&signals, &sig) != 0) continue;
+        // Wakes at least once a second to close sessions whose TTL ran out.
+        timespec tick{1, 0};
+        int sig = sigtimedwait(&signals, nullptr, &tick);
+        if (sig < 0) {
+            api->expire_sessions(std::chrono::system_clock::now());
+            continue;
+        }
         if (sig == SIGHUP) {
+            sd_notify_state("RELOADING=1");
             log_info("SIGHUP: reloading " + path);
             auto next = load_or_report(path);
             if (!next) {
                 log_error("reload refused: the new config is invalid; the running config stays");
-                continue;
+            } else {
+                try {
+                    api->reload_config(*next);
+                    log_info("reload done: vaults, sessions and policies replaced "
+                             "(listeners, CA, store and limits need a restart)");
+                } catch (const std::exception& e) {
+                    log_error(std::string("reload refused: ") + e.what());
+                }
             }
-            try {
-                server->replace_state(build_and_report(*next));
-                log_info("reload done: vaults, sessions and policies replaced (listeners, CA and limits need a restart)");
-            } catch (const ConfigError& e) {
-                log_error(std::string("reload refused: ") + e.what());
-            }
+            sd_notify_state("READY=1");
             continue;
         }
+        sd_notify_state("STOPPING=1");
         log_info("draining connections, at most " + std::to_string(config->limits.drain_timeout.count()) + " ms");
         server->stop(config->limits.drain_timeout);
         server->wait();

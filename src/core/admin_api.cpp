@@ -422,13 +422,12 @@ public:
         std::vector<std::string> expired;
         if (!loaded_) return expired;
         const std::int64_t now_ms = to_ms(now);
-        StoreData next = data_;
-        std::erase_if(next.sessions, [&](const StoredSession& s) {
-            if (s.expires_at_ms > now_ms) return false;
-            expired.push_back(s.id);
-            return true;
-        });
+        for (const auto& s : data_.sessions)
+            if (s.expires_at_ms <= now_ms) expired.push_back(s.id);
+        // The common tick finds nothing, and copies nothing.
         if (expired.empty()) return expired;
+        StoreData next = data_;
+        std::erase_if(next.sessions, [&](const StoredSession& s) { return s.expires_at_ms <= now_ms; });
         next.generation = data_.generation + 1;
         try {
             store_->save(next);

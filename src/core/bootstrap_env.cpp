@@ -221,10 +221,19 @@ std::optional<UrlTarget> parse_url_target(std::string_view value) {
     return target;
 }
 
+bool is_proxy_setting(std::string_view name) {
+    for (std::string_view proxy : {"HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "NO_PROXY", "https_proxy", "http_proxy",
+                                   "all_proxy", "no_proxy"})
+        if (name == proxy) return true;
+    return false;
+}
+
 std::vector<UrlVar> find_url_vars(const EnvList& vars) {
     std::vector<UrlVar> urls;
-    for (const auto& var : vars)
+    for (const auto& var : vars) {
+        if (is_proxy_setting(var.name)) continue;
         if (auto target = parse_url_target(var.value)) urls.push_back({var.name, *target});
+    }
     return urls;
 }
 

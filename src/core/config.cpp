@@ -4,6 +4,7 @@
 #include "vaultgate/config.hpp"
 
 #include "vaultgate/address.hpp"
+#include "vaultgate/validation.hpp"
 
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
@@ -13,7 +14,7 @@
 #include <fstream>
 #include <initializer_list>
 #include <limits>
-#include <set>
+#include <span>
 #include <sstream>
 #include <string_view>
 
@@ -42,6 +43,12 @@ std::string shown(std::string_view v) {
     }
     out += "'";
     return out;
+}
+
+// A shared rule's message (which never quotes the value) with the value added,
+// for fields whose values are safe to show and help find the mistake.
+std::string with_value(const std::string& why, std::string_view v) {
+    return v.empty() ? why : why + ", got " + shown(v);
 }
 
 // The kind of a node without its value: for places where the value might be a
@@ -88,98 +95,10 @@ std::string joined(const std::vector<std::string>& names) {
     return out;
 }
 
-bool is_name_char(char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
-           c == '-';
-}
-
-// Vault, session, policy and credential names appear in URLs, logs and
-// Proxy-Authorization; a small alphabet keeps them unambiguous everywhere.
-bool is_valid_name(std::string_view s) {
-    if (s.empty() || s.size() > 128 || s == "." || s == "..") return false;
-    for (char c : s)
-        if (!is_name_char(c)) return false;
-    return true;
-}
-
 bool is_env_name(std::string_view s) {
     if (s.empty() || (s[0] >= '0' && s[0] <= '9')) return false;
     for (char c : s)
         if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_')) return false;
-    return true;
-}
-
-bool is_tchar(char c) {
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
-    return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-}
-
-bool is_http_token(std::string_view s) {
-    if (s.empty()) return false;
-    for (char c : s)
-        if (!is_tchar(c)) return false;
-    return true;
-}
-
-// Headers that steer framing, routing or the connection itself. Injecting a
-// secret there would corrupt the request or smuggle a second one. Compared
-// after '_' -> '-' because injection also strips the underscore spellings.
-bool is_reserved_header(std::string_view name) {
-    std::string n;
-    for (char c : name) {
-        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
-        n += (c == '_') ? '-' : c;
-    }
-    static const std::set<std::string, std::less<>> reserved = {
-        "host", "content-length", "transfer-encoding", "connection", "expect",       // framing and routing
-        "keep-alive", "te", "trailer", "upgrade", "proxy-connection",               // hop-by-hop
-    };
-    return reserved.count(n) > 0 || n.starts_with("proxy-");
-}
-
-// A header value template must not be able to start a new header line.
-bool is_header_value_text(std::string_view s) {
-    for (char c : s) {
-        const auto u = static_cast<unsigned char>(c);
-        if ((u < 0x20 && u != '\t') || u == 0x7f) return false;
-    }
-    return true;
-}
-
-bool is_query_param_name(std::string_view s) {
-    if (s.empty()) return false;
-    for (char c : s)
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              std::string_view("-_.~[]").find(c) != std::string_view::npos))
-            return false;
-    return true;
-}
-
-// A prefix is compared textually with request paths, so it must be in the form
-// requests use: absolute, no query or fragment, no dot segments, no spaces.
-bool is_valid_path_prefix(std::string_view p, std::string* why) {
-    if (p.empty() || p[0] != '/') {
-        *why = "must start with \"/\"";
-        return false;
-    }
-    for (char c : p) {
-        const auto u = static_cast<unsigned char>(c);
-        if (u <= 0x20 || u >= 0x7f || c == '?' || c == '#' || c == '\\') {
-            *why = "may not contain spaces, control bytes, '?', '#', '\\' or non-ASCII bytes";
-            return false;
-        }
-    }
-    std::size_t start = 1;
-    while (start <= p.size()) {
-        std::size_t end = p.find('/', start);
-        if (end == std::string_view::npos) end = p.size();
-        const auto seg = p.substr(start, end - start);
-        if (seg == "." || seg == "..") {
-            *why = "may not contain \".\" or \"..\" segments";
-            return false;
-        }
-        start = end + 1;
-    }
     return true;
 }
 
@@ -307,6 +226,7 @@ public:
 
 private:
     using Fields = std::map<std::string, Entry, std::less<>>;
+    using Keys = std::span<const std::string_view>;
 
     static const Entry* find(const Fields& f, std::string_view key) {
         auto it = f.find(key);
@@ -338,6 +258,10 @@ private:
     }
 
     Fields fields_of(const Node& map, const std::string& path, std::initializer_list<std::string_view> allowed) {
+        return fields_of(map, path, Keys(allowed.begin(), allowed.size()));
+    }
+
+    Fields fields_of(const Node& map, const std::string& path, Keys allowed) {
         Fields out;
         for (auto& e : entries_of(map, path)) {
             bool known = false;
@@ -355,6 +279,10 @@ private:
 
     // A section or list item that must be a map; null counts as empty.
     Fields section(const Entry& e, const std::string& path, std::initializer_list<std::string_view> allowed) {
+        return section(e, path, Keys(allowed.begin(), allowed.size()));
+    }
+
+    Fields section(const Entry& e, const std::string& path, Keys allowed) {
         if (e.value.IsNull()) return {};
         if (!e.value.IsMap()) fail(where(e), path, "expected a map, got " + kind_of(e.value));
         return fields_of(e.value, path, allowed);
@@ -369,6 +297,10 @@ private:
         auto s = string_value(e, path);
         if (s.empty()) fail(where(e), path, "must not be empty");
         return s;
+    }
+
+    void require_name(std::string_view name, std::string_view kind, const YAML::Mark& m, const std::string& path) {
+        if (auto why = validation::check_name(name, kind)) fail(m, path, with_value(*why, name));
     }
 
     std::optional<std::string> optional_path(const Entry& e, const std::string& path) {
@@ -564,110 +496,35 @@ private:
     }
 
     std::string service_host(const Entry& e, const std::string& path) {
-        const auto raw = nonempty_string(e, path);
-        const bool wildcard = raw.starts_with("*.");
-        const auto res = normalize_host(wildcard ? std::string_view(raw).substr(2) : std::string_view(raw));
-        if (!res) fail(where(e), path, "invalid host " + shown(raw) + ": " + std::string(host_error_text(res.error)));
-        if (!wildcard) return *res.host;
-        if (res.kind != HostKind::name) fail(where(e), path, "a wildcard needs a domain name, got " + shown(raw));
-        // "*.com" would hand the secret to every host under a public suffix the
-        // sandbox can pick; a registrable-looking suffix at least needs a dot.
-        if (res.host->find('.') == std::string::npos)
-            fail(where(e), path, "a wildcard must name at least two labels after \"*.\", got " + shown(raw));
-        return "*." + *res.host;
+        const auto raw = string_value(e, path);
+        std::string host;
+        if (auto why = validation::check_service_host(raw, &host)) fail(where(e), path, with_value(*why, raw));
+        return host;
     }
 
     AuthSpec parse_auth(const Entry& e, const std::string& path, const VaultConfig& vault) {
         if (!e.value.IsMap()) fail(where(e), path, "expected a map, got " + kind_of(e.value));
-        const auto f = fields_of(e.value, path, {"type", "header", "key", "user", "template", "param"});
+        const auto f = fields_of(e.value, path, validation::auth_keys);
+        validation::AuthFields text;
+        for (const auto& [key, entry] : f) text.emplace(key, string_value(entry, child(path, key)));
         AuthSpec spec;
-        const auto* type = find(f, "type");
-        if (!type) fail(where(e), path, "missing required key 'type' (one of api-key, bearer, basic, header, query)");
-        const auto t = string_value(*type, child(path, "type"));
-        std::vector<std::string_view> used;  // the optional keys this type reads
-        if (t == "api-key") {
-            spec.type = AuthType::api_key;
-            used = {"header"};
-        } else if (t == "bearer") {
-            spec.type = AuthType::bearer;
-        } else if (t == "basic") {
-            spec.type = AuthType::basic;
-            used = {"user"};
-        } else if (t == "header") {
-            spec.type = AuthType::header;
-            used = {"header", "template"};
-        } else if (t == "query") {
-            spec.type = AuthType::query;
-            used = {"param"};
-        } else {
-            fail(where(*type), child(path, "type"),
-                 "expected one of api-key, bearer, basic, header, query, got " + shown(t));
+        if (auto err = validation::build_auth_spec(text, &spec)) {
+            if (err->field.empty()) fail(where(e), path, err->message);
+            const Entry& at = f.at(err->field);
+            const auto p = child(path, err->field);
+            if (err->key_itself) fail(at.key_node.Mark(), p, err->message);
+            // Names and types help find the mistake; key, user and template are
+            // never shown, since a template is where a real secret gets pasted.
+            const bool may_show = err->field == "type" || err->field == "header" || err->field == "param";
+            fail(where(at), p, may_show ? with_value(err->message, text.at(err->field)) : err->message);
         }
-        // A key the type ignores is almost always a typo in `type`; say so rather
-        // than inject something other than what the operator had in mind.
-        for (const auto& [key, entry] : f) {
-            if (key == "type" || key == "key") continue;
-            bool is_used = false;
-            for (auto u : used) is_used = is_used || u == key;
-            if (!is_used) fail(entry.key_node.Mark(), child(path, key), "not used by auth type " + t);
-        }
-
-        const auto* key = find(f, "key");
-        if (!key) fail(where(e), path, "missing required key 'key' (the credential to inject)");
-        spec.key = string_value(*key, child(path, "key"));
         if (!vault.credentials.count(spec.key)) {
             std::vector<std::string> names;
             for (const auto& [n, _] : vault.credentials) names.push_back(n);
-            fail(where(*key), child(path, "key"),
+            fail(where(f.at("key")), child(path, "key"),
                  "no credential " + shown(spec.key) + " in vault '" + vault.name + "'" +
                      (names.empty() ? std::string(" (it has no credentials)")
                                     : " (credentials: " + joined(names) + ")"));
-        }
-
-        if (spec.type == AuthType::api_key || spec.type == AuthType::header) {
-            const auto* header = find(f, "header");
-            if (!header && spec.type == AuthType::header)
-                fail(where(e), path, "missing required key 'header' for auth type header");
-            if (header) {
-                const auto p = child(path, "header");
-                const auto name = string_value(*header, p);
-                if (!is_http_token(name)) fail(where(*header), p, "not a valid HTTP header name: " + shown(name));
-                if (is_reserved_header(name))
-                    fail(where(*header), p,
-                         shown(name) + " is a framing or hop-by-hop header and cannot carry a credential");
-                spec.header = name;
-            }
-        }
-        if (spec.type == AuthType::header) {
-            const auto* tmpl = find(f, "template");
-            if (!tmpl) fail(where(e), path, "missing required key 'template' for auth type header");
-            const auto p = child(path, "template");
-            // Never shown: a template is where a real secret gets pasted by mistake.
-            const auto text = string_value(*tmpl, p);
-            const auto first = text.find("{secret}");
-            if (first == std::string::npos || text.find("{secret}", first + 1) != std::string::npos)
-                fail(where(*tmpl), p, "must contain \"{secret}\" exactly once");
-            if (!is_header_value_text(text)) fail(where(*tmpl), p, "may not contain control characters");
-            spec.value_template = text;
-        }
-        if (spec.type == AuthType::basic) {
-            const auto* user = find(f, "user");
-            if (!user) fail(where(e), path, "missing required key 'user' for auth type basic");
-            const auto p = child(path, "user");
-            const auto u = string_value(*user, p);
-            // RFC 7617: the user-id cannot contain a colon.
-            if (u.find(':') != std::string::npos || !is_header_value_text(u) || u.find('\t') != std::string::npos)
-                fail(where(*user), p, "may not contain ':' or control characters");
-            spec.user = u;
-        }
-        if (spec.type == AuthType::query) {
-            const auto* param = find(f, "param");
-            if (!param) fail(where(e), path, "missing required key 'param' for auth type query");
-            const auto p = child(path, "param");
-            const auto name = string_value(*param, p);
-            if (!is_query_param_name(name))
-                fail(where(*param), p, "expected a query parameter name of [A-Za-z0-9-_.~[]], got " + shown(name));
-            spec.param = name;
         }
         return spec;
     }
@@ -679,14 +536,19 @@ private:
         const auto* host = find(f, "host");
         if (!host) fail(node.Mark(), path, "missing required key 'host'");
         svc.host = service_host(*host, child(path, "host"));
-        if (auto* p = find(f, "port"))
-            svc.port = static_cast<std::uint16_t>(uint_value(*p, child(path, "port"), 1, 65535));
+        if (auto* p = find(f, "port")) {
+            const auto pp = child(path, "port");
+            const auto port = uint_value(*p, pp, 0, std::numeric_limits<std::uint64_t>::max());
+            // uint_value takes at most 18 digits, so the value fits the signed check.
+            if (auto why = validation::check_service_port(static_cast<std::int64_t>(port)))
+                fail(where(*p), pp, *why + ", got " + std::to_string(port));
+            svc.port = static_cast<std::uint16_t>(port);
+        }
         if (auto* p = find(f, "path_prefix")) {
             const auto pp = child(path, "path_prefix");
             svc.path_prefix = string_value(*p, pp);
-            std::string why;
-            if (!is_valid_path_prefix(svc.path_prefix, &why))
-                fail(where(*p), pp, why + ", got " + shown(svc.path_prefix));
+            if (auto why = validation::check_path_prefix(svc.path_prefix))
+                fail(where(*p), pp, with_value(*why, svc.path_prefix));
         }
         const auto* auth = find(f, "auth");
         if (!auth) fail(node.Mark(), path, "missing required key 'auth'");
@@ -710,17 +572,14 @@ private:
             if (!name) fail(node.Mark(), vpath, "missing required key 'name'");
             const auto npath = child(vpath, "name");
             vault.name = string_value(*name, npath);
-            if (!is_valid_name(vault.name))
-                fail(where(*name), npath, "expected a non-empty name of [A-Za-z0-9_.-], got " + shown(vault.name));
+            require_name(vault.name, "vault", where(*name), npath);
             if (auto [it, inserted] = seen.emplace(vault.name, vpath); !inserted)
                 fail(where(*name), npath, "duplicate vault name " + shown(vault.name) + " (also " + it->second + ")");
 
             if (auto* c = find(f, "credentials")) {
                 const auto cpath = child(vpath, "credentials");
                 for (const auto& cred : entries(*c, cpath)) {
-                    if (!is_valid_name(cred.key))
-                        fail(cred.key_node.Mark(), cpath,
-                             "credential names are [A-Za-z0-9_.-], got " + shown(cred.key));
+                    require_name(cred.key, "credential", cred.key_node.Mark(), cpath);
                     vault.credentials.emplace(cred.key, parse_credential(cred, child(cpath, cred.key)));
                 }
             }
@@ -746,11 +605,9 @@ private:
     void parse_policies(const Entry& e, Config& cfg) {
         const std::string path = "egress_policies";
         for (const auto& p : entries(e, path)) {
-            if (!is_valid_name(p.key))
-                fail(p.key_node.Mark(), path, "policy names are [A-Za-z0-9_.-], got " + shown(p.key));
+            require_name(p.key, "policy", p.key_node.Mark(), path);
             const auto ppath = child(path, p.key);
-            const auto f = section(
-                p, ppath, {"allow_https", "allow_http", "allow_package_managers", "allowed_domains", "allowed_cidrs"});
+            const auto f = section(p, ppath, validation::policy_keys);
             EgressPolicy policy;
             policy.name = p.key;
             if (auto* x = find(f, "allow_https")) policy.allow_https = bool_value(*x, child(ppath, "allow_https"));
@@ -794,8 +651,7 @@ private:
     void parse_sessions(const Entry& e, Config& cfg) {
         const std::string path = "sessions";
         for (const auto& s : entries(e, path)) {
-            if (!is_valid_name(s.key))
-                fail(s.key_node.Mark(), path, "session names are [A-Za-z0-9_.-], got " + shown(s.key));
+            require_name(s.key, "session", s.key_node.Mark(), path);
             const auto spath = child(path, s.key);
             const auto f = section(s, spath, {"vaults", "egress_policy"});
             SessionConfig session;

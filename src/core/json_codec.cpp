@@ -1,16 +1,16 @@
 // JSON <-> ServiceConfig and EgressPolicy, for admin API bodies and the store.
-// The rules mirror the config loader's (src/core/config.cpp), whose helpers are
-// private to it; a change to one set of rules must be made in both places.
-// Values are never quoted in an error: admin API bodies may hold a secret in a
-// field where a name was expected, and errors travel to responses and logs.
+// The rules are the config loader's, from validation.hpp; this file only reads
+// JSON and names the field at fault. Values are never quoted in an error: admin
+// API bodies may hold a secret in a field where a name was expected, and errors
+// travel to responses and logs.
 #include "vaultgate/json_codec.hpp"
 
-#include "vaultgate/host.hpp"
+#include "vaultgate/validation.hpp"
 
 #include <nlohmann/json.hpp>
 
-#include <initializer_list>
-#include <set>
+#include <array>
+#include <span>
 
 namespace vaultgate {
 
@@ -59,7 +59,7 @@ std::string key_for_message(std::string_view key) {
     return plain ? "unknown key '" + std::string(key) + "'" : std::string("an unknown key");
 }
 
-void require_object(const json& j, const std::string& path, std::initializer_list<std::string_view> allowed) {
+void require_object(const json& j, const std::string& path, std::span<const std::string_view> allowed) {
     if (!j.is_object()) fail(path, "expected an object, got " + kind_of(j));
     for (const auto& [key, _] : j.items()) {
         bool known = false;
@@ -95,185 +95,32 @@ std::uint16_t port_value(const json& j, const std::string& path) {
     if (!j.is_number_integer()) fail(path, "expected an integer, got " + kind_of(j));
     const std::int64_t v = j.is_number_unsigned() ? (j.get<std::uint64_t>() > 65535 ? 0 : j.get<std::int64_t>())
                                                   : j.get<std::int64_t>();
-    if (v < 1 || v > 65535) fail(path, "must be between 1 and 65535");
+    if (auto why = validation::check_service_port(v)) fail(path, *why);
     return static_cast<std::uint16_t>(v);
 }
 
-bool is_name_char(char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
-           c == '-';
-}
-
-// Credential names appear in URLs and logs: the config loader's alphabet.
-bool is_valid_name(std::string_view s) {
-    if (s.empty() || s.size() > 128 || s == "." || s == "..") return false;
-    for (char c : s)
-        if (!is_name_char(c)) return false;
-    return true;
-}
-
-bool is_tchar(char c) {
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
-    return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-}
-
-bool is_http_token(std::string_view s) {
-    if (s.empty()) return false;
-    for (char c : s)
-        if (!is_tchar(c)) return false;
-    return true;
-}
-
-// Headers that steer framing, routing or the connection: a secret injected there
-// would corrupt the request or smuggle a second one. Compared after '_' -> '-'
-// because injection strips the underscore spellings too.
-bool is_reserved_header(std::string_view name) {
-    std::string n;
-    for (char c : name) {
-        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
-        n += (c == '_') ? '-' : c;
-    }
-    static const std::set<std::string, std::less<>> reserved = {
-        "host", "content-length", "transfer-encoding", "connection", "keep-alive", "te", "trailer", "upgrade",
-        "expect", "proxy-connection",
-    };
-    return reserved.count(n) > 0 || n.starts_with("proxy-");
-}
-
-// A header value must not be able to start a new header line.
-bool is_header_value_text(std::string_view s) {
-    for (char c : s) {
-        const auto u = static_cast<unsigned char>(c);
-        if ((u < 0x20 && u != '\t') || u == 0x7f) return false;
-    }
-    return true;
-}
-
-bool is_query_param_name(std::string_view s) {
-    if (s.empty()) return false;
-    for (char c : s)
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              std::string_view("-_.~[]").find(c) != std::string_view::npos))
-            return false;
-    return true;
-}
-
-// A prefix is compared textually with request paths, so it must be in the form
-// requests use: absolute, no query or fragment, no dot segments, no spaces.
-void check_path_prefix(std::string_view p, const std::string& path) {
-    if (p.empty() || p[0] != '/') fail(path, "must start with \"/\"");
-    for (char c : p) {
-        const auto u = static_cast<unsigned char>(c);
-        if (u <= 0x20 || u >= 0x7f || c == '?' || c == '#' || c == '\\')
-            fail(path, "may not contain spaces, control bytes, '?', '#', '\\' or non-ASCII bytes");
-    }
-    std::size_t start = 1;
-    while (start <= p.size()) {
-        std::size_t end = p.find('/', start);
-        if (end == std::string_view::npos) end = p.size();
-        const auto seg = p.substr(start, end - start);
-        if (seg == "." || seg == "..") fail(path, "may not contain \".\" or \"..\" segments");
-        start = end + 1;
-    }
-}
-
 std::string service_host(const json& j, const std::string& path) {
-    const auto raw = string_value(j, path);
-    if (raw.empty()) fail(path, "must not be empty");
-    const bool wildcard = raw.starts_with("*.");
-    const auto res = normalize_host(wildcard ? std::string_view(raw).substr(2) : std::string_view(raw));
-    if (!res) fail(path, "invalid host: " + std::string(host_error_text(res.error)));
-    if (!wildcard) return *res.host;
-    if (res.kind != HostKind::name) fail(path, "a wildcard needs a domain name");
-    // "*.com" would hand the secret to every host under a public suffix the
-    // sandbox can pick; a registrable-looking suffix at least needs a dot.
-    if (res.host->find('.') == std::string::npos) fail(path, "a wildcard must name at least two labels after \"*.\"");
-    return "*." + *res.host;
+    std::string host;
+    if (auto why = validation::check_service_host(string_value(j, path), &host)) fail(path, *why);
+    return host;
 }
 
 AuthSpec decode_auth(const json& j, const std::string& path) {
-    require_object(j, path, {"type", "header", "key", "user", "template", "param"});
+    require_object(j, path, validation::auth_keys);
+    validation::AuthFields text;
+    for (const auto& [key, value] : j.items())
+        if (!value.is_null()) text.emplace(key, string_value(value, child(path, key)));
     AuthSpec spec;
-    const auto* type = field(j, "type");
-    if (!type) fail(path, "missing required key 'type' (one of api-key, bearer, basic, header, query)");
-    const auto t = string_value(*type, child(path, "type"));
-    std::vector<std::string_view> used;  // the optional keys this type reads
-    if (t == "api-key") {
-        spec.type = AuthType::api_key;
-        used = {"header"};
-    } else if (t == "bearer") {
-        spec.type = AuthType::bearer;
-    } else if (t == "basic") {
-        spec.type = AuthType::basic;
-        used = {"user"};
-    } else if (t == "header") {
-        spec.type = AuthType::header;
-        used = {"header", "template"};
-    } else if (t == "query") {
-        spec.type = AuthType::query;
-        used = {"param"};
-    } else {
-        fail(child(path, "type"), "expected one of api-key, bearer, basic, header, query");
-    }
-    // A key the type ignores is almost always a mistake in `type`; refusing it
-    // beats injecting something other than what the caller had in mind.
-    for (const auto& [key, value] : j.items()) {
-        if (key == "type" || key == "key" || value.is_null()) continue;
-        bool is_used = false;
-        for (auto u : used) is_used = is_used || u == key;
-        if (!is_used) fail(child(path, key), "not used by auth type " + t);
-    }
-
-    const auto* key = field(j, "key");
-    if (!key) fail(path, "missing required key 'key' (the credential to inject)");
-    spec.key = string_value(*key, child(path, "key"));
-    if (!is_valid_name(spec.key)) fail(child(path, "key"), "expected a credential name of [A-Za-z0-9_.-]");
-
-    if (spec.type == AuthType::api_key || spec.type == AuthType::header) {
-        const auto* header = field(j, "header");
-        if (!header && spec.type == AuthType::header) fail(path, "missing required key 'header' for auth type header");
-        if (header) {
-            const auto p = child(path, "header");
-            const auto name = string_value(*header, p);
-            if (!is_http_token(name)) fail(p, "not a valid HTTP header name");
-            if (is_reserved_header(name)) fail(p, "a framing or hop-by-hop header cannot carry a credential");
-            spec.header = name;
-        }
-    }
-    if (spec.type == AuthType::header) {
-        const auto* tmpl = field(j, "template");
-        if (!tmpl) fail(path, "missing required key 'template' for auth type header");
-        const auto p = child(path, "template");
-        const auto text = string_value(*tmpl, p);
-        const auto first = text.find("{secret}");
-        if (first == std::string::npos || text.find("{secret}", first + 1) != std::string::npos)
-            fail(p, "must contain \"{secret}\" exactly once");
-        if (!is_header_value_text(text)) fail(p, "may not contain control characters");
-        spec.value_template = text;
-    }
-    if (spec.type == AuthType::basic) {
-        const auto* user = field(j, "user");
-        if (!user) fail(path, "missing required key 'user' for auth type basic");
-        const auto p = child(path, "user");
-        const auto u = string_value(*user, p);
-        // RFC 7617: the user-id cannot contain a colon.
-        if (u.find(':') != std::string::npos || !is_header_value_text(u) || u.find('\t') != std::string::npos)
-            fail(p, "may not contain ':' or control characters");
-        spec.user = u;
-    }
-    if (spec.type == AuthType::query) {
-        const auto* param = field(j, "param");
-        if (!param) fail(path, "missing required key 'param' for auth type query");
-        const auto p = child(path, "param");
-        const auto name = string_value(*param, p);
-        if (!is_query_param_name(name)) fail(p, "expected a query parameter name of [A-Za-z0-9-_.~[]]");
-        spec.param = name;
-    }
+    if (auto err = validation::build_auth_spec(text, &spec))
+        fail(err->field.empty() ? path : child(path, err->field), err->message);
     return spec;
 }
 
 ServiceConfig decode_service(const json& j) {
-    require_object(j, "", {"host", "port", "path_prefix", "auth_config", "redact_response"});
+    // The config file's service keys, but for "auth_config" where it has "auth".
+    static constexpr std::array<std::string_view, 5> keys = {"host", "port", "path_prefix", "auth_config",
+                                                             "redact_response"};
+    require_object(j, "", keys);
     ServiceConfig svc;
     const auto* host = field(j, "host");
     if (!host) fail("", "missing required key 'host'");
@@ -281,7 +128,7 @@ ServiceConfig decode_service(const json& j) {
     if (const auto* p = field(j, "port")) svc.port = port_value(*p, "port");
     if (const auto* p = field(j, "path_prefix")) {
         svc.path_prefix = string_value(*p, "path_prefix");
-        check_path_prefix(svc.path_prefix, "path_prefix");
+        if (auto why = validation::check_path_prefix(svc.path_prefix)) fail("path_prefix", *why);
     }
     const auto* auth = field(j, "auth_config");
     if (!auth) fail("", "missing required key 'auth_config'");
@@ -296,7 +143,7 @@ const json& list_value(const json& j, const std::string& path) {
 }
 
 EgressPolicy decode_policy(const json& j) {
-    require_object(j, "", {"allow_https", "allow_http", "allow_package_managers", "allowed_domains", "allowed_cidrs"});
+    require_object(j, "", validation::policy_keys);
     EgressPolicy policy;
     if (const auto* x = field(j, "allow_https")) policy.allow_https = bool_value(*x, "allow_https");
     if (const auto* x = field(j, "allow_http")) policy.allow_http = bool_value(*x, "allow_http");

@@ -71,6 +71,12 @@ std::string render(const AdminReply& reply, bool close) {
     out.append("\r\nCache-Control: no-store\r\n");
     if (close) out.append("Connection: close\r\n");
     if (challenge) out.append("WWW-Authenticate: Bearer realm=\"vaultgate\"\r\n");
+    for (const auto& [name, value] : reply.headers) {
+        // Handler-set names and values are fixed text; CR/LF would split the head.
+        if (name.find_first_of("\r\n") != std::string::npos || value.find_first_of("\r\n") != std::string::npos)
+            continue;
+        out.append(name).append(": ").append(value).append("\r\n");
+    }
     out.append("\r\n").append(reply.body);
     return out;
 }

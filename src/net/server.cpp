@@ -5,9 +5,13 @@
 
 #include "admin_listener.hpp"
 #include "connection.hpp"
+#include "connection_limiter.hpp"
 #include "runtime.hpp"
 #include "tls_contexts.hpp"
 #include "vaultgate/diag_log.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <condition_variable>
 #include <mutex>
@@ -29,7 +33,9 @@ tcp::endpoint endpoint_of(const ListenAddress& a) {
 class GatewayServer final : public Server {
 public:
     GatewayServer(const Config& config, std::shared_ptr<const GatewayState> state, ServerOptions options)
-        : runtime_(std::make_shared<Runtime>()), options_(std::move(options)) {
+        : runtime_(std::make_shared<Runtime>()),
+          options_(std::move(options)),
+          limiter_(config.limits.max_connections, config.limits.max_connections_per_client) {
         auto& rt = *runtime_;
         rt.config = config;
         rt.state.store(std::move(state));
@@ -51,6 +57,7 @@ public:
     ~GatewayServer() override {
         stop(std::chrono::milliseconds(0));
         wait();
+        if (spare_fd_ >= 0) ::close(spare_fd_);
     }
 
     void start() override {
@@ -90,7 +97,11 @@ public:
                 }
             });
         }
-        log_info("vaultgate listening: proxy " + format_endpoint(proxy_acceptor_->local_endpoint()));
+        std::string admin = "off";
+        if (admin_listener_)
+            admin = admin_listener_->tcp_endpoint() ? format_endpoint(*admin_listener_->tcp_endpoint())
+                                                    : runtime_->config.listen_admin.to_string();
+        log_info("vaultgate listening: proxy " + format_endpoint(proxy_acceptor_->local_endpoint()) + " admin " + admin);
     }
 
     void stop(std::chrono::milliseconds drain) override {
@@ -110,11 +121,7 @@ public:
             });
         }
         // In-flight connections get up to `drain` to finish; then everything stops.
-        auto deadline = clock::now() + drain;
-        {
-            std::unique_lock lock(active_mutex_);
-            active_cv_.wait_until(lock, deadline, [this] { return active_ == 0; });
-        }
+        limiter_.wait_idle_until(clock::now() + drain);
         for (auto& g : guards_) g.reset();
         for (auto& c : contexts_) c->stop();
         if (admin_listener_) asio::post(admin_context_, [this] { admin_listener_->close(); });
@@ -167,16 +174,8 @@ private:
         return c;
     }
 
-    void connection_started() {
-        std::lock_guard lock(active_mutex_);
-        ++active_;
-    }
-    void connection_ended() {
-        std::lock_guard lock(active_mutex_);
-        if (--active_ == 0) active_cv_.notify_all();
-    }
-
-    static awaitable<void> serve_connection(std::shared_ptr<Runtime> rt, tcp::socket socket, GatewayServer* self) {
+    static awaitable<void> serve_connection(std::shared_ptr<Runtime> rt, tcp::socket socket, std::string client_ip,
+                                            GatewayServer* self) {
         rt->metrics.connection_opened();
         try {
             co_await handle_proxy_client(rt, std::move(socket));
@@ -184,7 +183,7 @@ private:
             log_error(std::string("connection: unexpected exception: ") + e.what());
         }
         rt->metrics.connection_closed();
-        self->connection_ended();
+        self->limiter_.release(client_ip);
     }
 
     static awaitable<void> accept_loop(std::shared_ptr<Runtime> rt, tcp::acceptor* acceptor, GatewayServer* self) {
@@ -194,30 +193,43 @@ private:
             auto [ec, socket] = co_await acceptor->async_accept(target, use_tuple);
             if (ec) {
                 if (ec == asio::error::operation_aborted || !acceptor->is_open()) break;
-                // EMFILE/ENFILE/ENOBUFS: the pending connection stays queued; pausing
-                // keeps the loop from spinning until descriptors free up.
+                if (ec == asio::error::no_descriptors) self->shed_one_pending(*acceptor);
+                // The pending connection stays queued otherwise; pausing keeps
+                // the loop from spinning until descriptors free up.
                 log_warn("accept failed: " + ec.message());
                 backoff.expires_after(std::chrono::milliseconds(100));
                 co_await backoff.async_wait(use_tuple);
                 continue;
             }
-            if (self->active_count() >= rt->config.limits.max_connections) {
+            error_code peer_ec;
+            auto peer = socket.remote_endpoint(peer_ec);
+            std::string client_ip = peer_ec ? std::string() : peer.address().to_string();
+            auto admission = self->limiter_.try_admit(client_ip);
+            if (admission != Admission::admitted) {
+                // Refused promptly: a reset, not a connection left to time out.
                 rt->metrics.connection_refused();
                 error_code ignored;
+                socket.set_option(asio::socket_base::linger(true, 0), ignored);
                 socket.close(ignored);
                 continue;
             }
-            self->connection_started();
             auto ex = socket.get_executor();
-            asio::co_spawn(ex, serve_connection(rt, std::move(socket), self), [](std::exception_ptr e) {
-                if (e) log_error("connection coroutine ended with an exception");
-            });
+            asio::co_spawn(ex, serve_connection(rt, std::move(socket), std::move(client_ip), self),
+                           [](std::exception_ptr e) {
+                               if (e) log_error("connection coroutine ended with an exception");
+                           });
         }
     }
 
-    std::size_t active_count() {
-        std::lock_guard lock(active_mutex_);
-        return active_;
+    // Out of descriptors: use the spare one to take the oldest pending
+    // connection off the queue and close it, so that client gets an answer
+    // (a close) instead of hanging, then take the spare back.
+    void shed_one_pending(tcp::acceptor& acceptor) {
+        if (spare_fd_ >= 0) ::close(spare_fd_);
+        int fd = ::accept(acceptor.native_handle(), nullptr, nullptr);
+        if (fd >= 0) ::close(fd);
+        spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+        runtime_->metrics.connection_refused();
     }
 
     std::shared_ptr<Runtime> runtime_;
@@ -236,9 +248,8 @@ private:
 
     std::mutex stop_mutex_;
     bool stopping_ = false;
-    std::mutex active_mutex_;
-    std::condition_variable active_cv_;
-    std::size_t active_ = 0;
+    ConnectionLimiter limiter_;
+    int spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
 };
 
 }  // namespace

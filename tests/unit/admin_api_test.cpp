@@ -951,7 +951,8 @@ TEST_F(AdminApiTest, Logs) {
         const auto r = call("GET", "/v1/logs", "", std::move(query));
         EXPECT_EQ(r.status, 200) << r.body;
         std::vector<std::string> out;
-        for (const auto& e : parse(r)["entries"]) out.push_back(e["host"]);
+        const json body = parse(r);
+        for (const auto& e : body["entries"]) out.push_back(e["host"]);
         return out;
     };
     using hs = std::vector<std::string>;
@@ -1007,8 +1008,10 @@ TEST_F(AdminApiTest, ConcurrentChanges) {
     EXPECT_EQ(failures.load(), 0);
     const auto state = snapshot();
     EXPECT_EQ(state->vaults.size(), 1u + threads * per_thread);
-    for (const auto& [name, vault] : state->vaults)
-        if (!vault.from_config) EXPECT_EQ(vault.credentials.at("K").reveal(), rotated_secret) << name;
+    for (const auto& [name, vault] : state->vaults) {
+        if (vault.from_config) continue;
+        EXPECT_EQ(vault.credentials.at("K").reveal(), rotated_secret) << name;
+    }
     EXPECT_EQ(open_file_store(store_path(), master_key())->load().vaults.size(),
               static_cast<std::size_t>(threads * per_thread));
 }

@@ -153,31 +153,33 @@ const ErrorCase error_cases[] = {
     {"header_not_a_token",
      vault_prefix +
          "    services:\n      - host: a.example.com\n        auth: { type: api-key, header: \"x key\", key: K }\n",
-     "t.yaml:7:40: ", "auth.header: not a valid HTTP header name: 'x key'"},
+     "t.yaml:7:40: ", "auth.header: not a valid HTTP header name, got 'x key'"},
     {"header_host",
      vault_prefix + "    services:\n      - host: a.example.com\n"
                     "        auth: { type: api-key, header: Host, key: K }\n",
-     "t.yaml:7:40: ", "auth.header: 'Host' is a framing or hop-by-hop header"},
+     "t.yaml:7:40: ", "auth.header: a framing or hop-by-hop header cannot carry a credential, got 'Host'"},
     {"header_content_length",
      vault_prefix + "    services:\n      - host: a.example.com\n"
                     "        auth: { type: header, header: Content-Length, "
                     "template: \"{secret}\", key: K }\n",
-     "t.yaml:7:39: ", "is a framing or hop-by-hop header"},
+     "t.yaml:7:39: ", "a framing or hop-by-hop header cannot carry a credential, got 'Content-Length'"},
     {"header_transfer_encoding_underscore",
      vault_prefix + "    services:\n      - host: a.example.com\n"
                     "        auth: { type: api-key, header: Transfer_Encoding, "
                     "key: K }\n",
-     "t.yaml:7:40: ", "is a framing or hop-by-hop header"},
+     "t.yaml:7:40: ", "a framing or hop-by-hop header cannot carry a credential, got 'Transfer_Encoding'"},
     {"header_connection",
      vault_prefix + "    services:\n      - host: a.example.com\n"
                     "        auth: { type: api-key, header: connection, key: K }\n",
-     "t.yaml:7:40: ", "is a framing or hop-by-hop header"},
+     "t.yaml:7:40: ", "a framing or hop-by-hop header cannot carry a credential, got 'connection'"},
     {"service_without_host",
      vault_prefix + "    services:\n      - port: 443\n        auth: { type: bearer, key: K }\n",
      "t.yaml:6:9: ", "vaults[0].services[0]: missing required key 'host'"},
     {"service_bad_host",
      vault_prefix + "    services:\n      - host: \"a b.example.com\"\n        auth: { type: bearer, key: K }\n",
-     "t.yaml:6:15: ", "vaults[0].services[0].host: invalid host 'a b.example.com'"},
+     "t.yaml:6:15: ",
+     "vaults[0].services[0].host: invalid host: host has a character that is not allowed, or an empty label, "
+     "got 'a b.example.com'"},
     {"service_wildcard_tld",
      vault_prefix + "    services:\n      - host: \"*.com\"\n        auth: { type: bearer, key: K }\n",
      "t.yaml:6:15: ", "vaults[0].services[0].host: a wildcard must name at least two labels"},
@@ -195,7 +197,9 @@ const ErrorCase error_cases[] = {
      "t.yaml:7:9: ", "vaults[0].services[1]: same host, port and path_prefix as vaults[0].services[0]"},
     {"vault_without_name", "vaults:\n  - credentials: {}\n", "t.yaml:2:5: ", "vaults[0]: missing required key 'name'"},
     {"vault_bad_name", "vaults:\n  - name: \"my vault\"\n",
-     "t.yaml:2:11: ", "vaults[0].name: expected a non-empty name of [A-Za-z0-9_.-], got 'my vault'"},
+     "t.yaml:2:11: ",
+     "vaults[0].name: expected a vault name of [A-Za-z0-9_.-] (at most 128 characters, not \".\" or \"..\"), "
+     "got 'my vault'"},
     {"vault_duplicate_name", "vaults:\n  - name: a\n  - name: a\n",
      "t.yaml:3:11: ", "vaults[1].name: duplicate vault name 'a' (also vaults[0])"},
     {"session_unknown_vault",

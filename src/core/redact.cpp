@@ -1,0 +1,325 @@
+#include "vaultgate/redact.hpp"
+
+#include <openssl/crypto.h>
+
+#include <algorithm>
+#include <cassert>
+#include <cstring>
+#include <stdexcept>
+#include <utility>
+
+namespace vaultgate {
+
+namespace {
+
+constexpr char std_alphabet[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+constexpr char url_alphabet[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+std::string base64(std::string_view in, const char* alphabet, bool pad) {
+    std::string out;
+    out.reserve((in.size() + 2) / 3 * 4);
+    std::size_t i = 0;
+    for (; i + 3 <= in.size(); i += 3) {
+        const std::uint32_t v = static_cast<unsigned char>(in[i]) << 16 |
+                                static_cast<unsigned char>(in[i + 1]) << 8 |
+                                static_cast<unsigned char>(in[i + 2]);
+        out += alphabet[v >> 18 & 63];
+        out += alphabet[v >> 12 & 63];
+        out += alphabet[v >> 6 & 63];
+        out += alphabet[v & 63];
+    }
+    const std::size_t rest = in.size() - i;
+    if (rest > 0) {
+        std::uint32_t v = static_cast<unsigned char>(in[i]) << 16;
+        if (rest == 2) v |= static_cast<unsigned char>(in[i + 1]) << 8;
+        out += alphabet[v >> 18 & 63];
+        out += alphabet[v >> 12 & 63];
+        if (rest == 2) out += alphabet[v >> 6 & 63];
+        if (pad) out.append(3 - rest, '=');
+    }
+    return out;
+}
+
+bool is_unreserved(unsigned char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+           c == '-' || c == '.' || c == '_' || c == '~';
+}
+
+std::string percent_encode(std::string_view in, bool upper) {
+    const char* digits = upper ? "0123456789ABCDEF" : "0123456789abcdef";
+    std::string out;
+    out.reserve(in.size() * 3);
+    for (const char ch : in) {
+        const auto c = static_cast<unsigned char>(ch);
+        if (is_unreserved(c)) {
+            out += ch;
+        } else {
+            out += '%';
+            out += digits[c >> 4];
+            out += digits[c & 15];
+        }
+    }
+    return out;
+}
+
+template <class T>
+void wipe_vector(std::vector<T>& v) noexcept {
+    if (v.capacity() > 0) OPENSSL_cleanse(v.data(), v.capacity() * sizeof(T));
+    v.clear();
+}
+
+}  // namespace
+
+struct Redactor::Hit {
+    enum class Kind { none, match, pending };
+    Kind kind = Kind::none;
+    std::size_t pos = 0;  // match or pending: where; none: the limit
+    std::size_t end = 0;  // match: end of the longest needle starting at pos
+};
+
+Redactor::Redactor(const Secret& secret, std::string placeholder)
+    : Redactor(std::vector<Secret>{secret}, std::move(placeholder)) {}
+
+Redactor::Redactor(const std::vector<Secret>& secrets, std::string placeholder)
+    : placeholder_(std::move(placeholder)) {
+    if (placeholder_.empty()) throw std::invalid_argument("redaction placeholder is empty");
+
+    std::vector<std::string> forms;
+    // Reserved up front: a reallocation would move short strings and leave
+    // their bytes in the freed buffer.
+    forms.reserve(secrets.size() * 7);
+    for (const Secret& secret : secrets) {
+        const std::string_view raw = secret.reveal();
+        if (raw.empty()) continue;
+        forms.emplace_back(raw);
+        forms.push_back(base64(raw, std_alphabet, true));
+        forms.push_back(base64(raw, std_alphabet, false));
+        forms.push_back(base64(raw, url_alphabet, true));
+        forms.push_back(base64(raw, url_alphabet, false));
+        forms.push_back(percent_encode(raw, true));
+        forms.push_back(percent_encode(raw, false));
+    }
+    // Sorting groups the needles by first byte, which check_at() relies on;
+    // duplicates (secrets with nothing to escape, or listed twice) would only
+    // cost time.
+    std::sort(forms.begin(), forms.end());
+    for (std::size_t i = 0; i < forms.size(); ++i) {
+        if (i == 0 || forms[i] != forms[i - 1]) needles_.emplace_back(forms[i]);
+    }
+    // The candidate strings are plain std::strings: wipe them before they are freed.
+    for (std::string& f : forms) wipe_string(f);
+
+    if (needles_.empty()) return;
+
+    first_index_.assign(257, 0);
+    for (const Secret& n : needles_) ++first_index_[static_cast<unsigned char>(n.reveal()[0]) + 1];
+    for (std::size_t c = 1; c < first_index_.size(); ++c) first_index_[c] += first_index_[c - 1];
+
+    min_len_ = needles_.front().size();
+    for (const Secret& n : needles_) {
+        min_len_ = std::min(min_len_, n.size());
+        max_len_ = std::max(max_len_, n.size());
+    }
+
+    // A skip table keyed by the last two bytes of a min_len_ window: in text
+    // without matches most windows can jump almost min_len_ bytes, which is what
+    // makes the no-match case (nearly every response) fast. Two bytes rather
+    // than one because single bytes of base64 needles are common in any text.
+    block_ = min_len_ >= 2 ? 2 : 1;
+    const std::size_t max_shift = std::min<std::size_t>(min_len_ - block_ + 1, 255);
+    shift_.assign(block_ == 2 ? 65536 : 256, static_cast<std::uint8_t>(max_shift));
+    for (const Secret& n : needles_) {
+        const auto* b = reinterpret_cast<const unsigned char*>(n.reveal().data());
+        for (std::size_t j = block_ - 1; j < min_len_; ++j) {
+            const unsigned key = block_ == 2 ? (b[j - 1] << 8 | b[j]) : b[j];
+            shift_[key] = static_cast<std::uint8_t>(
+                std::min<std::size_t>(shift_[key], min_len_ - 1 - j));
+        }
+    }
+
+    if (contains_secret(placeholder_)) {
+        // The destructor does not run for a throwing constructor.
+        wipe_vector(shift_);
+        wipe_vector(first_index_);
+        throw std::invalid_argument("redaction placeholder contains a secret it should replace");
+    }
+}
+
+Redactor::~Redactor() {
+    // The tables reveal which bytes and byte pairs the secrets contain.
+    wipe_vector(shift_);
+    wipe_vector(first_index_);
+    wipe_string(held_);
+    wipe_string(joined_);
+}
+
+// All needles starting at `pos`. Pending when, without `final`, some needle runs
+// past the end of `data` and agrees with every byte there is: only more input
+// can tell, and a shorter needle matching here must wait too, because the longer
+// one would change where the redaction ends.
+Redactor::Hit Redactor::check_at(std::string_view data, std::size_t pos, bool final) const {
+    const auto c = static_cast<unsigned char>(data[pos]);
+    const std::size_t avail = data.size() - pos;
+    const char* at = data.data() + pos;
+    std::size_t best = 0;
+    bool pending = false;
+    for (std::uint32_t i = first_index_[c]; i < first_index_[c + 1]; ++i) {
+        const std::string_view n = needles_[i].reveal();
+        if (n.size() <= avail) {
+            if (n.size() > best && std::memcmp(at, n.data(), n.size()) == 0) best = n.size();
+        } else if (!final && std::memcmp(at, n.data(), avail) == 0) {
+            pending = true;
+        }
+    }
+    if (pending) return {Hit::Kind::pending, pos, 0};
+    if (best > 0) return {Hit::Kind::match, pos, pos + best};
+    return {};
+}
+
+// The first position in [from, limit) where a needle matches or is pending.
+// Worst case this is O(bytes x needle bytes), but that takes text that agrees
+// with long stretches of a secret, which a sandbox cannot produce without
+// already knowing it.
+Redactor::Hit Redactor::find(std::string_view data, std::size_t from, std::size_t limit,
+                             bool final) const {
+    const std::size_t n = data.size();
+    const auto* d = reinterpret_cast<const unsigned char*>(data.data());
+    std::size_t pos = from;
+    if (n >= min_len_) {
+        // Windows of min_len_ bytes that fit in data. A skipped position cannot
+        // even partially match: the key bytes lie inside data and inside the
+        // first min_len_ bytes of any needle that would start there.
+        const std::size_t fast_end = std::min(limit, n - min_len_ + 1);
+        const std::size_t key_offset = min_len_ - block_;
+        if (block_ == 2) {
+            while (pos < fast_end) {
+                const unsigned char* k = d + pos + key_offset;
+                const std::uint8_t s = shift_[k[0] << 8 | k[1]];
+                if (s != 0) {
+                    pos += s;
+                    continue;
+                }
+                const Hit hit = check_at(data, pos, final);
+                if (hit.kind != Hit::Kind::none) return hit;
+                ++pos;
+            }
+        } else {
+            while (pos < fast_end) {
+                const std::uint8_t s = shift_[d[pos + key_offset]];
+                if (s != 0) {
+                    pos += s;
+                    continue;
+                }
+                const Hit hit = check_at(data, pos, final);
+                if (hit.kind != Hit::Kind::none) return hit;
+                ++pos;
+            }
+        }
+    }
+    // Near the end no needle fits whole; only a pending prefix can be found.
+    if (!final) {
+        for (; pos < limit; ++pos) {
+            const Hit hit = check_at(data, pos, final);
+            if (hit.kind != Hit::Kind::none) return hit;
+        }
+    }
+    return {Hit::Kind::none, limit, 0};
+}
+
+// Decides positions [pos, limit) of data, appending plain bytes and
+// placeholders to out. Returns where it stopped: limit, or the first pending
+// position. Bytes inside a region are dropped as they are passed.
+std::size_t Redactor::scan(std::string_view data, std::size_t pos, std::size_t limit, bool final,
+                           ScanState& state, std::string& out) const {
+    for (;;) {
+        if (state.in_region) {
+            if (pos >= state.region_end) {
+                // Nothing that starts inside the region reaches past it: close it.
+                // A match starting exactly here is a new, adjacent region.
+                out += placeholder_;
+                state.in_region = false;
+                continue;
+            }
+            const std::size_t lim = std::min(state.region_end, limit);
+            if (pos >= lim) return pos;
+            const Hit hit = find(data, pos, lim, final);
+            if (hit.kind == Hit::Kind::pending) return hit.pos;
+            if (hit.kind == Hit::Kind::match) {
+                state.region_end = std::max(state.region_end, hit.end);
+                pos = hit.pos + 1;
+            } else {
+                pos = lim;
+            }
+        } else {
+            if (pos >= limit) return pos;
+            const Hit hit = find(data, pos, limit, final);
+            out.append(data.substr(pos, hit.pos - pos));
+            if (hit.kind != Hit::Kind::match) return hit.pos;
+            state.in_region = true;
+            state.region_end = hit.end;
+            pos = hit.pos + 1;
+        }
+    }
+}
+
+void Redactor::hold(std::string_view data, std::size_t from) {
+    held_.assign(data.substr(from));
+    if (state_.in_region) state_.region_end -= from;
+}
+
+void Redactor::feed(std::string_view in, std::string& out) {
+    if (needles_.empty()) {
+        out.append(in);
+        return;
+    }
+    if (in.empty()) return;
+
+    if (!held_.empty()) {
+        // Decide the held bytes with just enough of `in` behind them: every held
+        // position then sees a full window of max_len_ bytes, and the bulk of
+        // `in` is scanned in place rather than copied.
+        const std::size_t h = held_.size();
+        const std::size_t take = std::min(in.size(), max_len_ - 1);
+        joined_.assign(held_);
+        joined_.append(in.substr(0, take));
+        const std::size_t stop = scan(joined_, 0, h, false, state_, out);
+        if (stop < h) {
+            // Only possible when `in` was too short to decide, so all of it is in joined_.
+            assert(take == in.size());
+            hold(joined_, stop);
+            return;
+        }
+        if (state_.in_region) state_.region_end -= h;
+    }
+    const std::size_t stop = scan(in, 0, in.size(), false, state_, out);
+    hold(in, stop);
+}
+
+void Redactor::finish(std::string& out) {
+    if (!held_.empty() || state_.in_region) {
+        scan(held_, 0, held_.size(), true, state_, out);
+    }
+    wipe_string(held_);
+    state_ = ScanState{};
+}
+
+std::string Redactor::redact_all(std::string_view in) const {
+    std::string out;
+    if (needles_.empty()) {
+        out.assign(in);
+        return out;
+    }
+    out.reserve(in.size());
+    ScanState state;
+    scan(in, 0, in.size(), true, state, out);
+    return out;
+}
+
+bool Redactor::contains_secret(std::string_view in) const {
+    if (needles_.empty()) return false;
+    return find(in, 0, in.size(), true).kind == Hit::Kind::match;
+}
+
+}  // namespace vaultgate
