@@ -50,12 +50,13 @@ void print_table(const std::vector<Row>& rows) {
     }
 }
 
-// A field as table text; "-" when absent. The server's shapes are read loosely
+// A field as table text; "-" when absent or empty, so columns stay countable
+// (a CONNECT has no path). The server's shapes are read loosely
 // so that an added field or a number sent as a string does not break a listing.
 std::string field(const json& obj, const char* key) {
     if (!obj.is_object() || !obj.contains(key) || obj[key].is_null()) return "-";
     const json& v = obj[key];
-    if (v.is_string()) return v.get<std::string>();
+    if (v.is_string()) return v.get_ref<const std::string&>().empty() ? "-" : v.get<std::string>();
     if (v.is_boolean()) return v.get<bool>() ? "yes" : "no";
     return v.dump();
 }

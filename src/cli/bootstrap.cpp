@@ -159,6 +159,7 @@ struct VaultState {
     std::string id;
     std::vector<std::string> credentials;
     std::vector<Authority> services;
+    bool changed = false;     // whether this run stored anything in it yet
 
     bool has_credential(const std::string& name) const {
         return std::find(credentials.begin(), credentials.end(), name) != credentials.end();
@@ -198,7 +199,9 @@ std::string id_of(const json& body, const AdminClient& client) {
 VaultState create_vault(const AdminClient& client, const std::string& name) {
     auto response = client.request("POST", "/v1/vaults", json{{"name", name}}.dump());
     expect_status(response, {200, 201}, client);
-    return VaultState{id_of(parse_body(response, client), client), {}, {}};
+    VaultState state{id_of(parse_body(response, client), client), {}, {}};
+    state.changed = true;
+    return state;
 }
 
 // --vault NAME: the vault of that name, made if absent; without it, a new one.
@@ -208,6 +211,10 @@ VaultState open_vault(const AdminClient& client, const std::optional<std::string
     expect_status(list, {200}, client);
     for (const auto& v : items_of(parse_body(list, client), "vaults")) {
         if (!v.is_object() || !v.contains("name") || v["name"] != *name) continue;
+        if (v.contains("source") && v["source"] == "config")
+            throw UsageError("--vault " + *name +
+                             ": that vault is defined in the config file, and the admin API cannot store "
+                             "credentials in it; give another name");
         VaultState state{id_of(v, client), {}, {}};
         auto detail = client.request("GET", "/v1/vaults/" + url_encode(state.id));
         expect_status(detail, {200}, client);
@@ -226,18 +233,23 @@ void store_secret(const AdminClient& client, VaultState& vault, const SecretVar&
         std::string body = credential_body(secret.name, secret.value);
         ScopedWipe wipe(body);
         auto response = client.request("POST", base, body);
-        if (response.status != 409) {  // 409: made meanwhile by someone else; rotate it below
+        try {
             expect_status(response, {200, 201}, client);
             vault.credentials.push_back(secret.name);
+            vault.changed = true;
             std::fprintf(stderr, "vaultgate bootstrap: stored %s in vault %s\n", secret.name.c_str(),
                          vault.id.c_str());
             return;
+        } catch (const ApiError& e) {
+            // Made meanwhile by another run: rotate it below, as if it had been there.
+            if (e.code != "credential_exists") throw;
         }
     }
     std::string body = credential_body("", secret.value);
     ScopedWipe wipe(body);
     auto response = client.request("PUT", one, body);
     expect_status(response, {200, 201, 204}, client);
+    vault.changed = true;
     std::fprintf(stderr, "vaultgate bootstrap: rotated %s in vault %s\n", secret.name.c_str(), vault.id.c_str());
 }
 
@@ -328,8 +340,9 @@ int run_bootstrap(const AdminClient& client, const Options& options, EnvList env
             set_env(env, name, bundle_path.string());
         set_env(env, "NODE_EXTRA_CA_CERTS", ca_path.string());
     } catch (const std::exception&) {
-        std::fprintf(stderr, "vaultgate bootstrap: vault %s holds what was stored before the failure\n",
-                     vault.id.c_str());
+        if (vault.changed)
+            std::fprintf(stderr, "vaultgate bootstrap: vault %s keeps what was stored in it before the failure\n",
+                         vault.id.c_str());
         throw;
     }
 

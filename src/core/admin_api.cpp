@@ -394,9 +394,11 @@ public:
           config_state_(std::make_shared<GatewayState>()) {}
 
     void load() {
+        // Startup, once: holding the lock while reading is harmless here and
+        // keeps a racing reload from swapping config_ underneath.
+        std::lock_guard lock(mutex_);
         StoreData data = store_->load();
         auto config_state = build_config_state(config_);
-        std::lock_guard lock(mutex_);
         check_vault_names(config_, data);
         data_ = std::move(data);
         config_state_ = std::move(config_state);

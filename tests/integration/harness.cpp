@@ -17,6 +17,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <sys/stat.h>
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -524,6 +525,130 @@ std::optional<RawClient::Response> RawClient::read_response(int timeout_ms) {
         r.body.swap(buffer_);
     }
     if (auto c = header("connection"); c && lower(*c) == "close") r.closed = true;
+    return r;
+}
+
+// ---------------------------------------------------------------- ServeProcess
+
+ServeProcess::ServeProcess(const std::string& config_path, const std::map<std::string, std::string>& env) {
+    int err_pipe[2];
+    if (pipe(err_pipe)) throw std::runtime_error("pipe failed");
+    pid_ = fork();
+    if (pid_ == 0) {
+        dup2(err_pipe[1], 2);
+        int devnull = open("/dev/null", O_RDWR);
+        dup2(devnull, 0);
+        dup2(devnull, 1);
+        close(err_pipe[0]);
+        close(err_pipe[1]);
+        for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+        execl(VAULTGATE_BINARY, VAULTGATE_BINARY, "serve", "--config", config_path.c_str(), nullptr);
+        _exit(127);
+    }
+    close(err_pipe[1]);
+    err_fd_ = err_pipe[0];
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (std::chrono::steady_clock::now() < deadline) {
+        read_stderr(200);
+        auto pos = err_.find("vaultgate listening: proxy ");
+        if (pos != std::string::npos && err_.find('\n', pos) != std::string::npos) {
+            auto line = err_.substr(pos, err_.find('\n', pos) - pos);
+            auto port_after = [&](const std::string& key) -> std::uint16_t {
+                auto k = line.find(key);
+                if (k == std::string::npos) return 0;
+                auto colon = line.find_first_of(' ', k + key.size());
+                auto token = line.substr(k + key.size(), colon - k - key.size());
+                auto c = token.rfind(':');
+                return c == std::string::npos ? 0 : static_cast<std::uint16_t>(std::atoi(token.c_str() + c + 1));
+            };
+            proxy_port_ = port_after("proxy ");
+            admin_port_ = port_after("admin ");
+            return;
+        }
+        int status = 0;
+        if (waitpid(pid_, &status, WNOHANG) == pid_) {
+            exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+            pid_ = -1;
+            read_stderr(100);
+            return;
+        }
+    }
+}
+
+ServeProcess::~ServeProcess() {
+    if (pid_ > 0) {
+        kill(pid_, SIGKILL);
+        waitpid(pid_, nullptr, 0);
+    }
+    if (err_fd_ >= 0) close(err_fd_);
+}
+
+void ServeProcess::read_stderr(int timeout_ms) {
+    if (err_fd_ < 0) return;
+    pollfd p{err_fd_, POLLIN, 0};
+    while (::poll(&p, 1, timeout_ms) > 0) {
+        char buf[4096];
+        auto n = ::read(err_fd_, buf, sizeof buf);
+        if (n <= 0) {
+            close(err_fd_);
+            err_fd_ = -1;
+            return;
+        }
+        err_.append(buf, static_cast<std::size_t>(n));
+        timeout_ms = 0;
+    }
+}
+
+void ServeProcess::signal(int sig) {
+    if (pid_ > 0) kill(pid_, sig);
+}
+
+int ServeProcess::wait_exit(int timeout_s) {
+    if (pid_ <= 0) return exit_code_;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+    while (std::chrono::steady_clock::now() < deadline) {
+        int status = 0;
+        if (waitpid(pid_, &status, WNOHANG) == pid_) {
+            exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+            pid_ = -1;
+            read_stderr(100);
+            return exit_code_;
+        }
+        read_stderr(50);
+    }
+    return -1;
+}
+
+std::string ServeProcess::stderr_text() {
+    read_stderr(0);
+    return err_;
+}
+
+HttpResult admin_request(std::uint16_t port, const std::string& method, const std::string& path,
+                         const std::string& token, const std::string& body) {
+    asio::io_context ioc;
+    tcp::socket s(ioc);
+    s.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+    std::string req = method + " " + path + " HTTP/1.1\r\nHost: admin\r\nConnection: close\r\n";
+    if (!token.empty()) req += "Authorization: Bearer " + token + "\r\n";
+    if (!body.empty() || method == "POST" || method == "PUT")
+        req += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
+    req += "\r\n" + body;
+    asio::write(s, asio::buffer(req));
+    std::string resp;
+    boost::system::error_code ec;
+    char buf[8192];
+    for (;;) {
+        auto n = s.read_some(asio::buffer(buf), ec);
+        resp.append(buf, n);
+        if (ec) break;
+    }
+    HttpResult r;
+    auto end = resp.find("\r\n\r\n");
+    if (end == std::string::npos) return r;
+    r.head = resp.substr(0, end + 4);
+    r.body = resp.substr(end + 4);
+    r.status = std::atoi(r.head.c_str() + 9);
     return r;
 }
 

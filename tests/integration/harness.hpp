@@ -177,6 +177,37 @@ private:
     bool eof_ = false;
 };
 
+// `vaultgate serve` as a child process (the real binary, signals and all). The
+// config should listen on port 0; the ports are read from the start-up line.
+class ServeProcess {
+public:
+    ServeProcess(const std::string& config_path, const std::map<std::string, std::string>& env = {});
+    ~ServeProcess();
+    bool started() const { return proxy_port_ != 0; }
+    std::uint16_t proxy_port() const { return proxy_port_; }
+    std::uint16_t admin_port() const { return admin_port_; }
+    void signal(int sig);
+    int wait_exit(int timeout_s = 30);          // exit code, or -1 on timeout
+    std::string stderr_text();                  // everything it wrote so far
+
+private:
+    void read_stderr(int timeout_ms);
+    int pid_ = -1;
+    int err_fd_ = -1;
+    std::string err_;
+    std::uint16_t proxy_port_ = 0, admin_port_ = 0;
+    int exit_code_ = -1;
+};
+
+// A minimal HTTP client for the admin API (JSON bodies).
+struct HttpResult {
+    int status = 0;
+    std::string head;
+    std::string body;
+};
+HttpResult admin_request(std::uint16_t port, const std::string& method, const std::string& path,
+                         const std::string& token, const std::string& body = "");
+
 struct CommandResult {
     int exit_code = -1;
     std::string out;

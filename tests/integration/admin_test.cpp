@@ -1,0 +1,335 @@
+// The operator's side, through the real binary: the admin API over HTTP,
+// sessions with tokens on the proxy, rotation on a live connection, deletion and
+// expiry closing connections, persistence across restarts, and store errors.
+#include "harness.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <csignal>
+#include <fstream>
+
+namespace vaultgate::test {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* admin_token = "test-admin-token-0123456789abcdef";
+constexpr const char* secret_a = "sk-live-AAAA-1111-first-value";
+constexpr const char* secret_b = "sk-live-BBBB-2222-second-value";
+
+std::string base64(const std::string& in) {
+    static const char* t = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string out;
+    std::size_t i = 0;
+    for (; i + 2 < in.size(); i += 3) {
+        unsigned v = (unsigned char)in[i] << 16 | (unsigned char)in[i + 1] << 8 | (unsigned char)in[i + 2];
+        out += t[v >> 18 & 63];
+        out += t[v >> 12 & 63];
+        out += t[v >> 6 & 63];
+        out += t[v & 63];
+    }
+    if (i + 1 == in.size()) {
+        unsigned v = (unsigned char)in[i] << 16;
+        out += t[v >> 18 & 63];
+        out += t[v >> 12 & 63];
+        out += "==";
+    } else if (i + 2 == in.size()) {
+        unsigned v = (unsigned char)in[i] << 16 | (unsigned char)in[i + 1] << 8;
+        out += t[v >> 18 & 63];
+        out += t[v >> 12 & 63];
+        out += t[v >> 6 & 63];
+        out += '=';
+    }
+    return out;
+}
+
+class AdminTest : public ::testing::Test {
+protected:
+    AdminTest()
+        : pki_(dir_),
+          bound_files_(pki_.server_files(dir_, "api.bound.test")),
+          bound_(bound_files_.first, bound_files_.second) {
+        dir_.write("admin.token", std::string(admin_token) + "\n");
+        std::string key(32, '\0');
+        for (std::size_t i = 0; i < key.size(); ++i) key[i] = static_cast<char>(i * 7 + 1);
+        dir_.write("master.key", key);
+        config_path_ = dir_.write("vaultgate.yaml", config_yaml());
+    }
+
+    std::string config_yaml(const std::string& extra = "") const {
+        return "listen:\n  proxy: 127.0.0.1:0\n  admin: 127.0.0.1:0\n"
+               "ca:\n  cert: " + pki_.proxy_ca_cert + "\n  key: " + pki_.proxy_ca_key + "\n"
+               "upstream:\n  ca_file: " + pki_.upstream_ca_cert + "\n  resolve:\n    api.bound.test: 127.0.0.1\n"
+               "store:\n  path: " + dir_.file("vaultgate.db") + "\n  master_key_file: " + dir_.file("master.key") + "\n"
+               "admin:\n  token_file: " + dir_.file("admin.token") + "\n"
+               "log:\n  access: " + dir_.file("access.log") + "\n  level: info\n"
+               "egress_policies:\n  default:\n    allowed_domains: []\n" + extra;
+    }
+
+    void start() {
+        proc_ = std::make_unique<ServeProcess>(config_path_);
+        ASSERT_TRUE(proc_->started()) << proc_->stderr_text();
+    }
+
+    void TearDown() override {
+        if (proc_) {
+            proc_->signal(SIGTERM);
+            EXPECT_EQ(proc_->wait_exit(), 0);
+            auto err = proc_->stderr_text();
+            EXPECT_EQ(err.find(secret_a), std::string::npos) << err;
+            EXPECT_EQ(err.find(secret_b), std::string::npos) << err;
+        }
+        std::ifstream log(dir_.file("access.log"));
+        std::stringstream ss;
+        ss << log.rdbuf();
+        EXPECT_EQ(ss.str().find(secret_a), std::string::npos);
+        EXPECT_EQ(ss.str().find(secret_b), std::string::npos);
+    }
+
+    HttpResult api(const std::string& method, const std::string& path, const json& body = nullptr) {
+        auto r = admin_request(proc_->admin_port(), method, path, admin_token, body.is_null() ? "" : body.dump());
+        bodies_.push_back(r.head + r.body);
+        return r;
+    }
+
+    // Creates a vault with one credential bound to api.bound.test; returns its id.
+    std::string make_vault(const std::string& name, const std::string& secret) {
+        auto v = api("POST", "/v1/vaults", {{"name", name}});
+        EXPECT_EQ(v.status, 201) << v.body;
+        auto id = json::parse(v.body)["id"].get<std::string>();
+        auto c = api("POST", "/v1/vaults/" + id + "/credentials", {{"name", "KEY"}, {"value", secret}});
+        EXPECT_EQ(c.status, 201) << c.body;
+        auto s = api("POST", "/v1/vaults/" + id + "/services",
+                     {{"host", "api.bound.test"},
+                      {"port", bound_.port()},
+                      {"auth_config", {{"type", "api-key"}, {"header", "x-api-key"}, {"key", "KEY"}}}});
+        EXPECT_EQ(s.status, 201) << s.body;
+        return id;
+    }
+
+    json make_session(const std::string& vault_id, int ttl = 600) {
+        auto r = api("POST", "/v1/sessions", {{"vault_ids", {vault_id}}, {"ttl_seconds", ttl}});
+        EXPECT_EQ(r.status, 201) << r.body;
+        return json::parse(r.body);
+    }
+
+    std::string proxy_auth(const json& session) const {
+        return "Proxy-Authorization: Basic " +
+               base64(session["id"].get<std::string>() + ":" + session["token"].get<std::string>()) + "\r\n";
+    }
+
+    std::unique_ptr<RawClient> open_bound(const json& session) {
+        auto c = std::make_unique<RawClient>(proc_->proxy_port());
+        auto head = c->connect("api.bound.test:" + std::to_string(bound_.port()), proxy_auth(session));
+        EXPECT_EQ(head.rfind("HTTP/1.1 200", 0), 0u) << head;
+        EXPECT_TRUE(c->start_tls(pki_.proxy_ca_cert, "api.bound.test"));
+        return c;
+    }
+
+    std::string get_echo() const {
+        return "GET /echo HTTP/1.1\r\nHost: api.bound.test:" + std::to_string(bound_.port()) +
+               "\r\nx-api-key: placeholder\r\n\r\n";
+    }
+
+    void expect_no_secret_in_any_response() const {
+        for (const auto& b : bodies_) {
+            EXPECT_EQ(b.find(secret_a), std::string::npos) << b;
+            EXPECT_EQ(b.find(secret_b), std::string::npos) << b;
+        }
+    }
+
+    TempDir dir_;
+    TestPki pki_;
+    std::pair<std::string, std::string> bound_files_;
+    RecordingUpstream bound_;
+    std::string config_path_;
+    std::unique_ptr<ServeProcess> proc_;
+    std::vector<std::string> bodies_;
+};
+
+TEST_F(AdminTest, TokenIsRequiredExceptForHealthz) {
+    start();
+    EXPECT_EQ(admin_request(proc_->admin_port(), "GET", "/v1/vaults", "").status, 401);
+    EXPECT_EQ(admin_request(proc_->admin_port(), "GET", "/v1/vaults", "wrong-token-wrong-token").status, 401);
+    EXPECT_EQ(admin_request(proc_->admin_port(), "GET", "/metrics", "").status, 401);
+    auto h = admin_request(proc_->admin_port(), "GET", "/healthz", "");
+    EXPECT_EQ(h.status, 200);
+    EXPECT_EQ(json::parse(h.body)["status"], "ok");
+    EXPECT_EQ(api("GET", "/v1/vaults").status, 200);
+}
+
+TEST_F(AdminTest, SessionTokenOnTheProxyInjectsTheVaultsSecret) {
+    start();
+    auto vault = make_vault("team-a", secret_a);
+    auto session = make_session(vault);
+    EXPECT_NE(session["proxy_url"].get<std::string>().find(session["token"].get<std::string>()), std::string::npos);
+    auto c = open_bound(session);
+    c->write(get_echo());
+    auto r = c->read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    auto reqs = bound_.requests();
+    ASSERT_EQ(reqs.size(), 1u);
+    EXPECT_EQ(reqs[0].header_values("x-api-key"), std::vector<std::string>{secret_a});
+    EXPECT_TRUE(reqs[0].header_values("proxy-authorization").empty());
+
+    // Metadata is visible, the value never is.
+    auto shown = api("GET", "/v1/vaults/" + vault);
+    auto creds = json::parse(shown.body)["credentials"];
+    ASSERT_EQ(creds.size(), 1u);
+    EXPECT_EQ(creds[0]["version"], 1);
+    EXPECT_TRUE(creds[0].contains("fingerprint"));
+    auto logs = api("GET", "/v1/logs?vault=team-a");
+    EXPECT_EQ(logs.status, 200);
+    EXPECT_FALSE(json::parse(logs.body)["entries"].empty());
+    auto metrics = api("GET", "/metrics");
+    EXPECT_NE(metrics.body.find("vaultgate_injections_total{vault=\"team-a\""), std::string::npos) << metrics.body;
+    expect_no_secret_in_any_response();
+}
+
+TEST_F(AdminTest, MissingOrWrongProxyAuthorizationGets407) {
+    start();
+    auto vault = make_vault("team-a", secret_a);
+    auto session = make_session(vault);
+    for (const std::string& header :
+         {std::string(), "Proxy-Authorization: Basic " + base64(session["id"].get<std::string>() + ":nope") + "\r\n",
+          std::string("Proxy-Authorization: Basic !!!\r\n")}) {
+        RawClient c(proc_->proxy_port());
+        auto head = c.connect("api.bound.test:" + std::to_string(bound_.port()), header);
+        EXPECT_EQ(head.rfind("HTTP/1.1 407", 0), 0u) << head;
+        EXPECT_NE(head.find("Proxy-Authenticate: Basic"), std::string::npos) << head;
+    }
+    EXPECT_EQ(bound_.connections(), 0u);
+}
+
+TEST_F(AdminTest, RotationAppliesToTheNextRequestOnAnOpenConnection) {
+    start();
+    auto vault = make_vault("team-a", secret_a);
+    auto session = make_session(vault);
+    auto c = open_bound(session);
+    c->write(get_echo());
+    ASSERT_TRUE(c->read_response());
+    auto rot = api("PUT", "/v1/vaults/" + vault + "/credentials/KEY", {{"value", secret_b}});
+    EXPECT_EQ(rot.status, 200) << rot.body;
+    EXPECT_EQ(json::parse(rot.body)["version"], 2);
+    c->write(get_echo());
+    auto r = c->read_response();
+    ASSERT_TRUE(r);
+    EXPECT_FALSE(r->closed);
+    auto reqs = bound_.requests();
+    ASSERT_EQ(reqs.size(), 2u);
+    EXPECT_EQ(reqs[0].header_values("x-api-key"), std::vector<std::string>{secret_a});
+    EXPECT_EQ(reqs[1].header_values("x-api-key"), std::vector<std::string>{secret_b});
+    expect_no_secret_in_any_response();
+}
+
+TEST_F(AdminTest, OneSessionNeverUsesAnotherSessionsVault) {
+    start();
+    auto vault_a = make_vault("team-a", secret_a);
+    auto vault_b = make_vault("team-b", secret_b);
+    auto session_a = make_session(vault_a);
+    auto session_b = make_session(vault_b);
+    for (const auto& s : {session_a, session_b}) {
+        auto c = open_bound(s);
+        c->write(get_echo());
+        ASSERT_TRUE(c->read_response());
+    }
+    auto reqs = bound_.requests();
+    ASSERT_EQ(reqs.size(), 2u);
+    EXPECT_EQ(reqs[0].header_values("x-api-key"), std::vector<std::string>{secret_a});
+    EXPECT_EQ(reqs[1].header_values("x-api-key"), std::vector<std::string>{secret_b});
+    // Two client connections, two upstream connections: never shared.
+    EXPECT_EQ(bound_.connections(), 2u);
+}
+
+TEST_F(AdminTest, DeletingASessionClosesItsConnectionsAndRefusesItsToken) {
+    start();
+    auto vault = make_vault("team-a", secret_a);
+    auto session = make_session(vault);
+    auto c = open_bound(session);
+    c->write(get_echo());
+    ASSERT_TRUE(c->read_response());
+    EXPECT_EQ(api("DELETE", "/v1/sessions/" + session["id"].get<std::string>()).status, 204);
+    EXPECT_TRUE(c->closed_by_peer(5000));
+    RawClient again(proc_->proxy_port());
+    auto head = again.connect("api.bound.test:" + std::to_string(bound_.port()), proxy_auth(session));
+    EXPECT_EQ(head.rfind("HTTP/1.1 407", 0), 0u) << head;
+}
+
+TEST_F(AdminTest, ExpiredSessionIsClosedAndRefused) {
+    start();
+    auto vault = make_vault("team-a", secret_a);
+    auto session = make_session(vault, 1);
+    auto c = open_bound(session);
+    // The sweep runs every second; the connection must be closed within a few.
+    EXPECT_TRUE(c->closed_by_peer(6000));
+    RawClient again(proc_->proxy_port());
+    auto head = again.connect("api.bound.test:" + std::to_string(bound_.port()), proxy_auth(session));
+    EXPECT_EQ(head.rfind("HTTP/1.1 407", 0), 0u) << head;
+}
+
+TEST_F(AdminTest, VaultsAndSessionsSurviveARestart) {
+    start();
+    auto vault = make_vault("team-a", secret_a);
+    auto session = make_session(vault);
+    proc_->signal(SIGTERM);
+    ASSERT_EQ(proc_->wait_exit(), 0);
+    start();
+    auto shown = api("GET", "/v1/vaults/" + vault);
+    EXPECT_EQ(shown.status, 200) << shown.body;
+    auto c = open_bound(session);
+    c->write(get_echo());
+    ASSERT_TRUE(c->read_response());
+    auto reqs = bound_.requests();
+    ASSERT_EQ(reqs.size(), 1u);
+    EXPECT_EQ(reqs[0].header_values("x-api-key"), std::vector<std::string>{secret_a});
+    // The store on disk holds no secret bytes.
+    std::ifstream db(dir_.file("vaultgate.db"), std::ios::binary);
+    std::stringstream ss;
+    ss << db.rdbuf();
+    EXPECT_EQ(ss.str().find(secret_a), std::string::npos);
+}
+
+TEST_F(AdminTest, WrongMasterKeyIsAClearStartupError) {
+    start();
+    make_vault("team-a", secret_a);
+    proc_->signal(SIGTERM);
+    ASSERT_EQ(proc_->wait_exit(), 0);
+    proc_.reset();
+    dir_.write("master.key", std::string(32, 'x'));
+    ServeProcess bad(config_path_);
+    EXPECT_FALSE(bad.started());
+    EXPECT_EQ(bad.wait_exit(), 1);
+    EXPECT_NE(bad.stderr_text().find("master key"), std::string::npos) << bad.stderr_text();
+}
+
+TEST_F(AdminTest, DamagedStoreIsAClearStartupError) {
+    start();
+    make_vault("team-a", secret_a);
+    proc_->signal(SIGTERM);
+    ASSERT_EQ(proc_->wait_exit(), 0);
+    proc_.reset();
+    {
+        std::fstream f(dir_.file("vaultgate.db"), std::ios::in | std::ios::out | std::ios::binary);
+        f.seekp(40);
+        f.put('\x55');
+    }
+    ServeProcess bad(config_path_);
+    EXPECT_FALSE(bad.started());
+    EXPECT_EQ(bad.wait_exit(), 1);
+    EXPECT_NE(bad.stderr_text().find("vaultgate.db"), std::string::npos) << bad.stderr_text();
+}
+
+TEST_F(AdminTest, TcpAdminWithoutTokenFileIsAConfigError) {
+    auto yaml = config_yaml();
+    yaml.replace(yaml.find("admin:\n  token_file"), std::string("admin:\n  token_file: " + dir_.file("admin.token") + "\n").size(), "");
+    auto path = dir_.write("no-token.yaml", yaml);
+    ServeProcess bad(path);
+    EXPECT_FALSE(bad.started());
+    EXPECT_EQ(bad.wait_exit(), 2);
+    EXPECT_NE(bad.stderr_text().find("admin.token_file"), std::string::npos) << bad.stderr_text();
+}
+
+}  // namespace
+}  // namespace vaultgate::test
