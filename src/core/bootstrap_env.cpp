@@ -178,6 +178,19 @@ std::vector<SecretVar> take_secrets(EnvList& vars, const std::vector<std::string
     return secrets;
 }
 
+std::vector<std::string> unsendable_secrets(const std::vector<SecretVar>& secrets) {
+    std::vector<std::string> names;
+    for (const auto& secret : secrets) {
+        auto value = secret.value.reveal();
+        if (std::any_of(value.begin(), value.end(), [](char c) {
+                auto u = static_cast<unsigned char>(c);
+                return u < 0x20 || u == 0x7f;
+            }))
+            names.push_back(secret.name);
+    }
+    return names;
+}
+
 std::vector<std::string> scrub_other_values(EnvList& vars, const std::vector<SecretVar>& secrets) {
     std::vector<std::string> changed;
     for (auto& var : vars) {

@@ -9,6 +9,7 @@
 #include "splice.hpp"
 #include "vaultgate/config.hpp"
 #include "vaultgate/http_message.hpp"
+#include "vaultgate/redact.hpp"
 #include "vaultgate/secret.hpp"
 
 #include <functional>
@@ -48,6 +49,27 @@ struct ExchangeRequest {
     bool expect_continue = false;     // the client waits for 100 before its body
     bool websocket = false;           // an Upgrade: websocket the upstream may accept
     bool client_close = false;        // the client asked to close after this exchange
+    Redactor* redactor = nullptr;     // redact_response: scrub the secret from the response
+};
+
+// Passes each body piece through the redactor before the writer; holds back at
+// most the redactor's window, so a secret split across reads is still caught.
+template <class Stream>
+struct RedactingWriter {
+    BodyWriter<Stream>* writer;
+    Redactor* redactor;
+    std::string scratch;
+
+    awaitable<error_code> operator()(std::string_view payload) {
+        scratch.clear();
+        redactor->feed(payload, scratch);
+        co_return co_await (*writer)(scratch);
+    }
+    awaitable<error_code> finish() {
+        scratch.clear();
+        redactor->finish(scratch);
+        co_return co_await (*writer)(scratch);
+    }
 };
 
 struct ExchangeResult {
@@ -166,6 +188,20 @@ awaitable<bool> send_request(ExchangeIo<Client, Upstream>& io, std::string& wire
     co_return true;
 }
 
+template <class Client, class Upstream, class Sink>
+awaitable<BodyResult> read_response_body(ExchangeIo<Client, Upstream>& io, const BodyFraming& rf, Sink sink) {
+    if (rf.kind == BodyKind::content_length)
+        co_return co_await read_fixed_body(*io.upstream, io.upstream_buf, rf.length, io.watchdog,
+                                           io.limits.response_timeout, sink);
+    if (rf.kind == BodyKind::chunked)
+        co_return co_await read_chunked_body(*io.upstream, io.upstream_buf, ChunkLimits{}, io.watchdog,
+                                             io.limits.response_timeout, sink);
+    if (rf.kind == BodyKind::until_close)
+        co_return co_await read_until_close(*io.upstream, io.upstream_buf, io.watchdog, io.limits.response_timeout,
+                                            sink);
+    co_return BodyResult{};
+}
+
 // Reads the origin's response and streams it to the client.
 template <class Client, class Upstream>
 awaitable<void> relay_response(ExchangeIo<Client, Upstream>& io, const ExchangeRequest& req, bool draining,
@@ -240,11 +276,32 @@ awaitable<void> relay_response(ExchangeIo<Client, Upstream>& io, const ExchangeR
         co_return;
     }
     const auto& rf = *rframing.framing;
+    if (req.redactor) {
+        // A compressed body cannot be scanned; refusing beats passing it unscanned.
+        auto encoding = resp.get("content-encoding");
+        if (encoding && !iequals(*encoding, "identity")) {
+            io.drop_upstream();
+            co_await reply_error(io, 502, "compressed_response_refused",
+                                 "the origin sent a compressed response to a redacted service");
+            result.status = 502;
+            result.reason = "compressed_response_refused";
+            co_return;
+        }
+        for (auto& h : resp.headers) {
+            if (!req.redactor->contains_secret(h.value)) continue;
+            auto clean = req.redactor->redact_all(h.value);
+            wipe_string(h.value);
+            h.value = std::move(clean);
+        }
+    }
     bool upstream_close = rf.kind == BodyKind::until_close || wants_close(resp.headers, resp.version_minor);
     bool client_http10 = req.client_head->version_minor == 0;
+    // Redaction changes the body's length, so a Content-Length cannot be kept.
+    bool length_changes = req.redactor && rf.kind == BodyKind::content_length;
+    bool unframed = rf.kind == BodyKind::until_close || length_changes;
     // An unframed body is re-chunked for HTTP/1.1 clients so their connection survives it.
-    bool rechunk = rf.kind == BodyKind::chunked || (rf.kind == BodyKind::until_close && !client_http10);
-    bool close_after = req.client_close || (rf.kind == BodyKind::until_close && client_http10) || draining;
+    bool rechunk = rf.kind == BodyKind::chunked || (unframed && !client_http10);
+    bool close_after = req.client_close || (unframed && client_http10) || draining;
 
     ResponseHead out;
     out.version_minor = 1;
@@ -255,7 +312,8 @@ awaitable<void> relay_response(ExchangeIo<Client, Upstream>& io, const ExchangeR
         if (is_hop_by_hop(h.name) || listed_in(resp_tokens, h.name) || iequals(h.name, "content-length")) continue;
         out.headers.push_back(std::move(h));
     }
-    if (rf.kind == BodyKind::content_length) out.headers.push_back({"Content-Length", std::to_string(rf.length)});
+    if (rf.kind == BodyKind::content_length && !length_changes)
+        out.headers.push_back({"Content-Length", std::to_string(rf.length)});
     else if (rechunk) out.headers.push_back({"Transfer-Encoding", "chunked"});
     if (close_after) out.headers.push_back({"Connection", "close"});
     result.status = resp.status;
@@ -267,15 +325,13 @@ awaitable<void> relay_response(ExchangeIo<Client, Upstream>& io, const ExchangeR
 
     BodyWriter<Client> to_client{&io.client, &io.watchdog, io.limits.idle_timeout, rechunk, {}};
     BodyResult body;
-    if (rf.kind == BodyKind::content_length)
-        body = co_await read_fixed_body(*io.upstream, io.upstream_buf, rf.length, io.watchdog,
-                                        io.limits.response_timeout, std::ref(to_client));
-    else if (rf.kind == BodyKind::chunked)
-        body = co_await read_chunked_body(*io.upstream, io.upstream_buf, ChunkLimits{}, io.watchdog,
-                                          io.limits.response_timeout, std::ref(to_client));
-    else if (rf.kind == BodyKind::until_close)
-        body = co_await read_until_close(*io.upstream, io.upstream_buf, io.watchdog, io.limits.response_timeout,
-                                         std::ref(to_client));
+    if (req.redactor) {
+        RedactingWriter<Client> redacting{&to_client, req.redactor, {}};
+        body = co_await read_response_body(io, rf, std::ref(redacting));
+        if (body.outcome == BodyOutcome::ok && co_await redacting.finish()) body.outcome = BodyOutcome::sink_error;
+    } else {
+        body = co_await read_response_body(io, rf, std::ref(to_client));
+    }
     result.bytes_down = body.bytes;
     if (body.outcome != BodyOutcome::ok) {
         // The client has a partial response; closing is the only honest signal left.

@@ -289,13 +289,23 @@ awaitable<bool> MitmSession::serve_one() {
     ExchangeRequest exchange;
     exchange.client_head = &req;
     exchange.framing = *framing.framing;
-    exchange.websocket = is_websocket_upgrade(req, tokens);
+    const bool redact = binding && binding->service->config.redact_response;
+    // A spliced WebSocket cannot be scanned, so redacted services get no upgrade.
+    exchange.websocket = !redact && is_websocket_upgrade(req, tokens);
+    std::optional<Redactor> redactor;
+    if (redact) {
+        const auto& auth = binding->service->config.auth;
+        std::vector<Secret> needles{*binding->secret};
+        // Basic auth: an origin echoing the header reflects base64("user:secret").
+        if (auth.type == AuthType::basic) needles.emplace_back(auth.user + ":" + std::string(binding->secret->reveal()));
+        redactor.emplace(needles, "vaultgate-placeholder-" + auth.key);
+        exchange.redactor = &*redactor;
+    }
     exchange.client_close = wants_close(req.headers, req.version_minor);
     RequestHead client_head = req;  // req stays intact for the log line
     auto outgoing = build_outgoing_head(std::move(client_head), target.origin_form,
                                         format_authority(dest_, dest_.port != 443), exchange.framing,
-                                        exchange.websocket,
-                                        binding && binding->service->config.redact_response);
+                                        exchange.websocket, redact);
     if (outgoing.bad_expect) {
         co_await reply(error_response(417, "expectation_failed", "only 100-continue is supported", true));
         log_request(req, 417, nullptr, "expectation_failed");

@@ -153,6 +153,40 @@ void RecordingUpstream::record_raw(const char* data, std::size_t n) {
 
 namespace {
 
+std::string encode_base64(const std::string& in) {
+    static const char* t = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string out;
+    std::size_t i = 0;
+    for (; i + 2 < in.size(); i += 3) {
+        unsigned v = static_cast<unsigned char>(in[i]) << 16 | static_cast<unsigned char>(in[i + 1]) << 8 |
+                     static_cast<unsigned char>(in[i + 2]);
+        for (int shift : {18, 12, 6, 0}) out += t[v >> shift & 63];
+    }
+    if (i < in.size()) {
+        unsigned v = static_cast<unsigned char>(in[i]) << 16;
+        if (i + 1 < in.size()) v |= static_cast<unsigned char>(in[i + 1]) << 8;
+        out += t[v >> 18 & 63];
+        out += t[v >> 12 & 63];
+        out += i + 1 < in.size() ? t[v >> 6 & 63] : '=';
+        out += '=';
+    }
+    return out;
+}
+
+std::string encode_url(const std::string& in) {
+    std::string out;
+    for (unsigned char c : in) {
+        if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
+            out += static_cast<char>(c);
+        } else {
+            char buf[4];
+            std::snprintf(buf, sizeof buf, "%%%02X", c);
+            out += buf;
+        }
+    }
+    return out;
+}
+
 std::string lower(std::string s) {
     for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return s;
@@ -283,6 +317,28 @@ void RecordingUpstream::serve_stream(Stream& stream) {
                 if (n > 0) asio::write(stream, asio::buffer(tmp, n), ec);
             }
             return;
+        } else if (path == "/reflect") {
+            auto keys = req.header_values("x-api-key");
+            std::string k = keys.empty() ? std::string() : keys.front();
+            std::string body = "raw=" + k + " b64=" + encode_base64(k) + " url=" + encode_url(k) + " end";
+            std::size_t split = 1;
+            auto q = req.target.find("split=");
+            if (q != std::string::npos) split = std::strtoull(req.target.c_str() + q + 6, nullptr, 10);
+            split = std::clamp<std::size_t>(split, 1, body.size());
+            auto chunk = [](std::string_view data) {
+                char size[16];
+                std::snprintf(size, sizeof size, "%zx\r\n", data.size());
+                return std::string(size) + std::string(data) + "\r\n";
+            };
+            std::string out = "HTTP/1.1 200 OK\r\nLocation: https://elsewhere.test/?k=" + encode_url(k) +
+                              "\r\nSet-Cookie: s=" + encode_base64(k) + "; Path=/\r\nX-Raw: " + k +
+                              "\r\nTransfer-Encoding: chunked\r\n\r\n";
+            out += chunk(std::string_view(body).substr(0, split));
+            if (split < body.size()) out += chunk(std::string_view(body).substr(split));
+            out += "0\r\n\r\n";
+            send(out);
+        } else if (path == "/gzip") {
+            send("HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 4\r\n\r\nabcd");
         } else if (path == "/close") {
             send("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil-close body");
             if constexpr (!std::is_same_v<Stream, tcp::socket>) stream.shutdown(ec);

@@ -70,6 +70,9 @@ struct ReceivedRequest {
 //   /sse           chunked text/event-stream: one event, then waits for release_sse(), then one more
 //   /ws            101 Switching Protocols, then echoes every byte back
 //   /close         200 with no framing, body then close
+//   /reflect?split=N  echoes the x-api-key value back raw, base64 and URL-encoded
+//                  in a chunked body cut at byte N, and in Location and Set-Cookie
+//   /gzip          200 with Content-Encoding: gzip
 // Everything received is recorded raw as well. With an empty cert_file it
 // speaks plain HTTP instead of TLS.
 class RecordingUpstream {
@@ -225,6 +228,7 @@ std::uint16_t free_port(const std::string& ip = "127.0.0.1");
 std::string base_config(const TempDir& dir, const TestPki& pki, std::uint16_t bound_port, std::uint16_t other_port,
                         const std::string& extra_service_yaml = "", const std::string& extra_policy_yaml = "");
 
-inline constexpr const char* test_secret = "sk-real-SECRET-9f8e7d6c5b4a";
+// Has '/', '+' and '=' so that its base64 and URL-encoded forms differ from it.
+inline constexpr const char* test_secret = "sk-real/SECRET+9f8e=7d6c5b4a";
 
 }  // namespace vaultgate::test

@@ -112,7 +112,9 @@ TEST(BootstrapEnv, ChoosesSecrets) {
         std::string error;
         auto chosen = choose_secret_names(vars, c.named, &error);
         EXPECT_EQ(chosen, c.chosen);
-        if (!c.error_part.empty()) EXPECT_NE(error.find(c.error_part), std::string::npos) << error;
+        if (!c.error_part.empty()) {
+            EXPECT_NE(error.find(c.error_part), std::string::npos) << error;
+        }
     }
 }
 
@@ -124,6 +126,23 @@ TEST(BootstrapEnv, TakesSecretsAndLeavesPlaceholders) {
     EXPECT_EQ(secrets[0].value.reveal(), "ak_real_123456");
     EXPECT_EQ(*find_env(vars, "COMPOSIO_API_KEY"), "vaultgate-placeholder-COMPOSIO_API_KEY");
     EXPECT_EQ(*find_env(vars, "OTHER"), "x");
+}
+
+TEST(BootstrapEnv, FindsSecretsNoHeaderCanCarry) {
+    struct Case {
+        std::string value;
+        bool sendable;
+    };
+    const std::vector<Case> cases = {
+        {"sk-abc", true},        {"with space", true},  {"\xe2\x82\xac", true},  {"line\n", false},
+        {"a\rb", false},         {"tab\tx", false},     {"del\x7f", false},
+        {std::string("n\0l", 3), false},
+    };
+    for (const auto& c : cases) {
+        std::vector<SecretVar> secrets;
+        secrets.push_back({"K", Secret(std::string(c.value))});
+        EXPECT_EQ(unsendable_secrets(secrets).empty(), c.sendable) << c.value;
+    }
 }
 
 TEST(BootstrapEnv, PlaceholdersAreNonEmptyAndCarryOnlyTheName) {
@@ -283,7 +302,9 @@ TEST(BootstrapEnv, RenderProblems) {
     for (const auto& c : cases) {
         auto problem = render_problem(c.vars, c.format);
         ASSERT_EQ(problem.has_value(), c.problem_part.has_value()) << problem.value_or("");
-        if (problem) EXPECT_NE(problem->find(*c.problem_part), std::string::npos) << *problem;
+        if (problem) {
+            EXPECT_NE(problem->find(*c.problem_part), std::string::npos) << *problem;
+        }
     }
 }
 
