@@ -7,6 +7,8 @@ packages=(
   cmake ninja-build g++ pkg-config
   libboost1.81-dev libssl-dev nlohmann-json3-dev libyaml-cpp-dev libidn2-dev
   libgtest-dev
+  # fuzzing (scripts/fuzz.sh, CI)
+  clang-14 libclang-rt-14-dev
   # integration tests: real clients and tools
   curl python3 python3-requests openssl iproute2 nftables git
 )

@@ -355,7 +355,8 @@ ExchangeIo<tls_stream, tls_stream> MitmSession::exchange_io(const Session& sessi
 awaitable<void> MitmSession::run() {
     ctx_.watchdog->watch(client_.next_layer());
     if (co_await handshake()) {
-        while (co_await serve_one()) {
+        // A drain ends keep-alive connections after the request in flight.
+        while (co_await serve_one() && !rt_.draining.load(std::memory_order_relaxed)) {
             if (client_buf_.empty()) client_buf_.release_if_empty();
         }
         // No close_notify exchange: every response the proxy sends is framed, so

@@ -18,6 +18,7 @@
 #include <stdexcept>
 #include <sys/stat.h>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -586,7 +587,8 @@ std::optional<RawClient::Response> RawClient::read_response(int timeout_ms) {
 
 // ---------------------------------------------------------------- ServeProcess
 
-ServeProcess::ServeProcess(const std::string& config_path, const std::map<std::string, std::string>& env) {
+ServeProcess::ServeProcess(const std::string& config_path, const std::map<std::string, std::string>& env,
+                           int max_files) {
     int err_pipe[2];
     if (pipe(err_pipe)) throw std::runtime_error("pipe failed");
     pid_ = fork();
@@ -598,6 +600,10 @@ ServeProcess::ServeProcess(const std::string& config_path, const std::map<std::s
         close(err_pipe[0]);
         close(err_pipe[1]);
         for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+        if (max_files > 0) {
+            rlimit lim{static_cast<rlim_t>(max_files), static_cast<rlim_t>(max_files)};
+            setrlimit(RLIMIT_NOFILE, &lim);
+        }
         execl(VAULTGATE_BINARY, VAULTGATE_BINARY, "serve", "--config", config_path.c_str(), nullptr);
         _exit(127);
     }
@@ -653,6 +659,28 @@ void ServeProcess::read_stderr(int timeout_ms) {
         err_.append(buf, static_cast<std::size_t>(n));
         timeout_ms = 0;
     }
+}
+
+long ServeProcess::rss_kib() const {
+    std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
+    std::string line;
+    while (std::getline(in, line))
+        if (line.rfind("VmRSS:", 0) == 0) return std::atol(line.c_str() + 6);
+    return -1;
+}
+
+double ServeProcess::cpu_seconds() const {
+    std::ifstream in("/proc/" + std::to_string(pid_) + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto close_paren = stat.rfind(')');
+    if (close_paren == std::string::npos) return -1;
+    std::istringstream rest(stat.substr(close_paren + 2));
+    std::string field;
+    // Fields after the command: state(3) ... utime(14) stime(15).
+    std::vector<std::string> fields;
+    while (rest >> field) fields.push_back(field);
+    if (fields.size() < 13) return -1;
+    return (std::atof(fields[11].c_str()) + std::atof(fields[12].c_str())) / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
 void ServeProcess::signal(int sig) {
@@ -765,6 +793,30 @@ std::uint16_t free_port(const std::string& ip) {
     asio::io_context ioc;
     tcp::acceptor a(ioc, tcp::endpoint(asio::ip::make_address(ip), 0));
     return a.local_endpoint().port();
+}
+
+std::string serve_config(const TempDir& dir, const TestPki& pki, std::uint16_t bound_port, std::uint16_t other_port,
+                         const std::string& limits, const std::string& allowed_extra) {
+    dir.write("admin.token", std::string(serve_admin_token) + "\n");
+    std::string key(32, '\0');
+    for (std::size_t i = 0; i < key.size(); ++i) key[i] = static_cast<char>(i * 7 + 1);
+    dir.write("master.key", key);
+    auto secret_file = dir.write("secret.txt", std::string(test_secret) + "\n");
+    std::ostringstream y;
+    y << "listen:\n  proxy: 127.0.0.1:0\n  admin: 127.0.0.1:0\n"
+      << "ca:\n  cert: " << pki.proxy_ca_cert << "\n  key: " << pki.proxy_ca_key << "\n"
+      << "upstream:\n  ca_file: " << pki.upstream_ca_cert
+      << "\n  resolve:\n    api.bound.test: 127.0.0.1\n    other.test: 127.0.0.1\n    new.test: 127.0.0.1\n"
+      << "store:\n  path: " << dir.file("vaultgate.db") << "\n  master_key_file: " << dir.file("master.key") << "\n"
+      << "admin:\n  token_file: " << dir.file("admin.token") << "\n"
+      << "log:\n  access: " << dir.file("access.log") << "\n  level: info\n"
+      << "limits:\n" << (limits.empty() ? "  idle_timeout: 30s\n" : limits)
+      << "vaults:\n  - name: bench\n    credentials:\n      BENCH_KEY: { file: " << secret_file << " }\n"
+      << "    services:\n      - host: api.bound.test\n        port: " << bound_port
+      << "\n        auth: { type: api-key, key: BENCH_KEY }\n"
+      << "sessions:\n  default: { vaults: [bench], egress_policy: test }\n"
+      << "egress_policies:\n  test:\n    allowed_domains: [\"other.test:" << other_port << "\"" << allowed_extra << "]\n";
+    return y.str();
 }
 
 // ---------------------------------------------------------------- base_config

@@ -184,7 +184,12 @@ private:
 // config should listen on port 0; the ports are read from the start-up line.
 class ServeProcess {
 public:
-    ServeProcess(const std::string& config_path, const std::map<std::string, std::string>& env = {});
+    // `max_files` > 0 lowers the child's RLIMIT_NOFILE before exec.
+    ServeProcess(const std::string& config_path, const std::map<std::string, std::string>& env = {},
+                 int max_files = 0);
+    int pid() const { return pid_; }
+    long rss_kib() const;            // resident set of the child, from /proc
+    double cpu_seconds() const;      // user + system CPU time of the child
     ~ServeProcess();
     bool started() const { return proxy_port_ != 0; }
     std::uint16_t proxy_port() const { return proxy_port_; }
@@ -219,6 +224,14 @@ struct CommandResult {
 // Runs argv (no shell) with env additions; stdin from `input`.
 CommandResult run_command(const std::vector<std::string>& argv, const std::string& input = "",
                           const std::map<std::string, std::string>& env = {}, int timeout_s = 60);
+
+// A config for `vaultgate serve` as a child process: ports 0, an admin token
+// and a master key written into `dir`, api.bound.test bound to the test secret,
+// other.test allowed, and a default session. `limits` and `extra` are appended
+// YAML (a `limits:` block body, and further top-level keys).
+std::string serve_config(const TempDir& dir, const TestPki& pki, std::uint16_t bound_port, std::uint16_t other_port,
+                         const std::string& limits = "", const std::string& allowed_extra = "");
+inline constexpr const char* serve_admin_token = "test-admin-token-0123456789abcdef";
 
 // A port that was free a moment ago (for configs that must name a port up front).
 std::uint16_t free_port(const std::string& ip = "127.0.0.1");
