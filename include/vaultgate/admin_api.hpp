@@ -92,6 +92,10 @@ public:
     // vault names is taken by an API vault.
     void reload_config(Config config);
 
+    // The proxy address handed to sandboxes; set once the listener is bound
+    // (its port is only known then when listen.proxy uses port 0).
+    void set_proxy_url(std::string url);
+
     // Called, outside the lock, with the id of a session that was deleted or
     // expired, so that the network layer can close its connections. Set it
     // before the first call to handle().

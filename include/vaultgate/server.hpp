@@ -72,6 +72,8 @@ struct ServerOptions {
     std::function<AdminReply(const AdminCall&)> admin_handler;
     // Required for a TCP admin listener; a unix socket is protected by its mode (0600).
     std::optional<std::string> admin_token;
+    // Called with the bound proxy port before the admin listener starts.
+    std::function<void(std::uint16_t)> on_proxy_bound;
 };
 
 // Loads the CA and the upstream trust store named by config; throws

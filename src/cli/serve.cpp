@@ -139,6 +139,11 @@ int serve(const Args& args) {
     ServerOptions options;
     options.admin_handler = [&api](const AdminCall& call) { return call_admin(*api, call); };
     options.admin_token = admin_token;
+    options.on_proxy_bound = [&api, &config](std::uint16_t port) {
+        ListenAddress bound = config->listen_proxy;
+        bound.port = port;
+        api->set_proxy_url("http://" + bound.to_string());
+    };
     auto server = make_server(*config, state, options);
 
     AdminOptions admin_options;

@@ -380,6 +380,11 @@ std::shared_ptr<const GatewayState> compose_state(const GatewayState& config_sta
 
 class AdminApi::Impl {
 public:
+    void set_proxy_url(std::string url) {
+        std::lock_guard lock(mutex_);
+        options_.proxy_url = std::move(url);
+    }
+
     Impl(Config config, std::unique_ptr<VaultStore> store, Secret master_key, AdminOptions options,
          std::function<void(std::shared_ptr<const GatewayState>)> publish, AccessLog* log, Metrics* metrics,
          std::function<std::pair<std::uint64_t, std::uint64_t>()> cert_cache_counts)
@@ -1037,5 +1042,7 @@ std::vector<std::string> AdminApi::expire_sessions(std::chrono::system_clock::ti
 }
 
 void AdminApi::reload_config(Config config) { impl_->reload(std::move(config)); }
+
+void AdminApi::set_proxy_url(std::string url) { impl_->set_proxy_url(std::move(url)); }
 
 }  // namespace vaultgate

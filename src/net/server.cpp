@@ -65,6 +65,7 @@ public:
         proxy_acceptor_ = std::make_unique<tcp::acceptor>(main);
         open_acceptor(*proxy_acceptor_, endpoint_of(runtime_->config.listen_proxy), "listen.proxy");
         runtime_->self_endpoints.push_back(proxy_acceptor_->local_endpoint());
+        if (options_.on_proxy_bound) options_.on_proxy_bound(proxy_acceptor_->local_endpoint().port());
         if (options_.admin_handler) {
             admin_listener_ = std::make_unique<AdminListener>(admin_context_, runtime_->config.listen_admin,
                                                               options_.admin_handler, options_.admin_token);

@@ -1,0 +1,110 @@
+// The session bootstrapper end to end: a Composio-shaped env goes in; a child
+// process started with exactly the printed env runs Python's urllib (a real
+// client that honours HTTPS_PROXY and SSL_CERT_FILE) against a local TLS
+// upstream; the upstream receives the real key, the child never held it.
+#include "harness.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <csignal>
+
+namespace vaultgate::test {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* composio_key = "ak_live_composio-REAL-KEY-7f3a9c";
+
+class BootstrapTest : public ::testing::Test {
+protected:
+    BootstrapTest()
+        : pki_(dir_),
+          backend_files_(pki_.server_files(dir_, "backend.composio.test")),
+          backend_(backend_files_.first, backend_files_.second) {
+        auto yaml = serve_config(dir_, pki_, 443, 443);
+        yaml.replace(yaml.find("    new.test: 127.0.0.1\n"), 0, "    backend.composio.test: 127.0.0.1\n");
+        auto path = dir_.write("vaultgate.yaml", yaml);
+        proc_ = std::make_unique<ServeProcess>(path);
+    }
+
+    ~BootstrapTest() override {
+        if (proc_ && proc_->started()) {
+            proc_->signal(SIGTERM);
+            proc_->wait_exit();
+        }
+    }
+
+    CommandResult bootstrap(const std::string& format, const std::string& input) {
+        return run_command({VAULTGATE_BINARY, "bootstrap", "--admin",
+                            "http://127.0.0.1:" + std::to_string(proc_->admin_port()), "--token-file",
+                            dir_.file("admin.token"), "--vault", "composio-sbx", "--format", format, "--out-dir",
+                            dir_.file("sandbox")},
+                           input);
+    }
+
+    std::string platform_env() const {
+        return json{{"BACKEND_URL", "https://backend.composio.test:" + std::to_string(backend_.port())},
+                    {"COMPOSIO_TOOLROUTER_SESSION_ID", "trs_123"},
+                    {"COMPOSIO_API_KEY", composio_key}}
+            .dump();
+    }
+
+    TempDir dir_;
+    TestPki pki_;
+    std::pair<std::string, std::string> backend_files_;
+    RecordingUpstream backend_;
+    std::unique_ptr<ServeProcess> proc_;
+};
+
+TEST_F(BootstrapTest, PythonUrllibWithOnlyThePrintedEnvGetsTheRealKeyInjected) {
+    ASSERT_TRUE(proc_->started()) << proc_->stderr_text();
+    auto boot = bootstrap("json", platform_env());
+    ASSERT_EQ(boot.exit_code, 0) << boot.err;
+    EXPECT_EQ(boot.out.find(composio_key), std::string::npos);
+    EXPECT_EQ(boot.err.find(composio_key), std::string::npos);
+    auto env = json::parse(boot.out);
+    for (const char* name : {"BACKEND_URL", "COMPOSIO_TOOLROUTER_SESSION_ID", "COMPOSIO_API_KEY", "HTTPS_PROXY",
+                             "HTTP_PROXY", "NO_PROXY", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+                             "GIT_SSL_CAINFO", "NODE_EXTRA_CA_CERTS"})
+        EXPECT_TRUE(env.contains(name)) << name;
+    EXPECT_FALSE(env["COMPOSIO_API_KEY"].get<std::string>().empty());
+
+    // The child gets exactly the printed env, nothing else.
+    std::vector<std::string> argv = {"/usr/bin/env", "-i"};
+    for (auto& [k, v] : env.items()) argv.push_back(k + "=" + v.get<std::string>());
+    argv.insert(argv.end(), {"/usr/bin/python3", "-c",
+                             "import os, urllib.request\n"
+                             "url = os.environ['BACKEND_URL'] + '/api/v3/tool_router/session/' + "
+                             "os.environ['COMPOSIO_TOOLROUTER_SESSION_ID'] + '/execute'\n"
+                             "req = urllib.request.Request(url, data=b'{\"tool\":\"x\"}', method='POST', "
+                             "headers={'x-api-key': os.environ['COMPOSIO_API_KEY'], 'content-type': 'application/json'})\n"
+                             "print(urllib.request.urlopen(req, timeout=20).read().decode())\n"
+                             "print('KEY_SEEN' if '" + std::string(composio_key) + "' in repr(dict(os.environ)) else 'KEY_ABSENT')\n"});
+    auto child = run_command(argv);
+    EXPECT_EQ(child.exit_code, 0) << child.err;
+    EXPECT_NE(child.out.find("ok"), std::string::npos) << child.out;
+    EXPECT_NE(child.out.find("KEY_ABSENT"), std::string::npos) << child.out;
+
+    auto reqs = backend_.requests();
+    ASSERT_EQ(reqs.size(), 1u);
+    EXPECT_EQ(reqs[0].method, "POST");
+    EXPECT_EQ(reqs[0].target, "/api/v3/tool_router/session/trs_123/execute");
+    EXPECT_EQ(reqs[0].header_values("x-api-key"), std::vector<std::string>{composio_key});
+    EXPECT_EQ(reqs[0].body, "{\"tool\":\"x\"}");
+}
+
+TEST_F(BootstrapTest, EveryFormatKeepsTheRealKeyOut) {
+    ASSERT_TRUE(proc_->started()) << proc_->stderr_text();
+    for (const char* format : {"env", "shell", "json"}) {
+        auto boot = bootstrap(format, platform_env());
+        EXPECT_EQ(boot.exit_code, 0) << format << ": " << boot.err;
+        EXPECT_EQ(boot.out.find(composio_key), std::string::npos) << format;
+        EXPECT_NE(boot.out.find("HTTPS_PROXY"), std::string::npos) << format;
+    }
+    auto bad = bootstrap("env", "[1,2,3]");
+    EXPECT_EQ(bad.exit_code, 2);
+}
+
+}  // namespace
+}  // namespace vaultgate::test
