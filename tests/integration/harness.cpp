@@ -508,6 +508,12 @@ std::string RawClient::read_some(int timeout_ms) {
     return out;
 }
 
+void RawClient::close() {
+    boost::system::error_code ec;
+    socket_.close(ec);
+    eof_ = true;
+}
+
 bool RawClient::closed_by_peer(int timeout_ms) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     while (!eof_ && std::chrono::steady_clock::now() < deadline) read_more(100);
@@ -588,7 +594,7 @@ std::optional<RawClient::Response> RawClient::read_response(int timeout_ms) {
 // ---------------------------------------------------------------- ServeProcess
 
 ServeProcess::ServeProcess(const std::string& config_path, const std::map<std::string, std::string>& env,
-                           int max_files) {
+                           int max_files, const std::vector<std::string>& wrapper) {
     int err_pipe[2];
     if (pipe(err_pipe)) throw std::runtime_error("pipe failed");
     pid_ = fork();
@@ -603,6 +609,16 @@ ServeProcess::ServeProcess(const std::string& config_path, const std::map<std::s
         if (max_files > 0) {
             rlimit lim{static_cast<rlim_t>(max_files), static_cast<rlim_t>(max_files)};
             setrlimit(RLIMIT_NOFILE, &lim);
+        }
+        if (!wrapper.empty()) {
+            std::vector<std::string> all = wrapper;
+            all.push_back(VAULTGATE_BINARY);
+            all.push_back(config_path);
+            std::vector<char*> args;
+            for (auto& a : all) args.push_back(a.data());
+            args.push_back(nullptr);
+            execvp(args[0], args.data());
+            _exit(127);
         }
         execl(VAULTGATE_BINARY, VAULTGATE_BINARY, "serve", "--config", config_path.c_str(), nullptr);
         _exit(127);

@@ -169,6 +169,7 @@ public:
     // True once the peer has closed (reads EOF within timeout).
     bool closed_by_peer(int timeout_ms = 5000);
     std::string read_some(int timeout_ms = 5000);
+    void close();
 
 private:
     std::size_t read_more(int timeout_ms);
@@ -185,8 +186,10 @@ private:
 class ServeProcess {
 public:
     // `max_files` > 0 lowers the child's RLIMIT_NOFILE before exec.
+    // `wrapper`, when given, runs instead of the binary with the binary and the
+    // config path as its last two arguments (e.g. to enter a mount namespace).
     ServeProcess(const std::string& config_path, const std::map<std::string, std::string>& env = {},
-                 int max_files = 0);
+                 int max_files = 0, const std::vector<std::string>& wrapper = {});
     int pid() const { return pid_; }
     long rss_kib() const;            // resident set of the child, from /proc
     double cpu_seconds() const;      // user + system CPU time of the child

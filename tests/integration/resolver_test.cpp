@@ -1,0 +1,145 @@
+// Name resolution through a real DNS server on loopback: the proxy runs in a
+// private mount namespace whose /etc/resolv.conf points at a test resolver
+// that answers one name slowly. A slow answer must not hold up another lookup.
+#include "harness.hpp"
+
+#include <gtest/gtest.h>
+
+#include <poll.h>
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <csignal>
+#include <thread>
+
+namespace vaultgate::test {
+namespace {
+
+constexpr const char* dns_ip = "127.0.0.77";
+
+// Answers A queries: fast.test at once, slow.test after `slow_delay`; AAAA
+// with an empty answer; everything else NXDOMAIN.
+class TestDnsServer {
+public:
+    explicit TestDnsServer(std::chrono::milliseconds slow_delay) : slow_delay_(slow_delay) {
+        socket_.open(asio::ip::udp::v4());
+        socket_.bind(asio::ip::udp::endpoint(asio::ip::make_address(dns_ip), 53));
+        socket_.non_blocking(true);
+        thread_ = std::thread([this] { loop(); });
+    }
+    ~TestDnsServer() {
+        stop_ = true;
+        thread_.join();
+        for (auto& t : delayed_) t.join();
+        boost::system::error_code ec;
+        socket_.close(ec);
+    }
+    int slow_queries() const { return slow_queries_; }
+
+private:
+    void loop() {
+        for (;;) {
+            std::array<unsigned char, 512> buf{};
+            asio::ip::udp::endpoint from;
+            boost::system::error_code ec;
+            std::size_t n = socket_.receive_from(asio::buffer(buf), from, 0, ec);
+            if (stop_) return;
+            if (ec == asio::error::would_block) {
+                pollfd p{socket_.native_handle(), POLLIN, 0};
+                ::poll(&p, 1, 50);
+                continue;
+            }
+            if (ec || n < 17) continue;
+            std::string query(reinterpret_cast<char*>(buf.data()), n);
+            std::string name;
+            std::size_t pos = 12;
+            while (pos < n && buf[pos] != 0) {
+                std::size_t len = buf[pos];
+                if (!name.empty()) name += '.';
+                name.append(query, pos + 1, len);
+                pos += len + 1;
+            }
+            if (pos + 5 > n) continue;
+            int qtype = buf[pos + 1] << 8 | buf[pos + 2];
+            std::string question = query.substr(12, pos + 5 - 12);
+            auto reply = answer(query.substr(0, 2), question, name, qtype);
+            if (name == "slow.test" && qtype == 1) {
+                ++slow_queries_;
+                delayed_.emplace_back([this, reply, from] {
+                    for (auto waited = std::chrono::milliseconds(0); waited < slow_delay_ && !stop_;
+                         waited += std::chrono::milliseconds(50))
+                        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+                    boost::system::error_code ignored;
+                    socket_.send_to(asio::buffer(reply), from, 0, ignored);
+                });
+            } else {
+                socket_.send_to(asio::buffer(reply), from, 0, ec);
+            }
+        }
+    }
+
+    static std::string answer(const std::string& id, const std::string& question, const std::string& name, int qtype) {
+        bool known = name == "fast.test" || name == "slow.test";
+        bool with_a = known && qtype == 1;
+        std::string r = id;
+        r += known ? "\x81\x80" : std::string("\x81\x83", 2);  // response, recursion; NOERROR or NXDOMAIN
+        r += std::string("\x00\x01", 2);                       // one question
+        r += with_a ? std::string("\x00\x01", 2) : std::string("\x00\x00", 2);
+        r += std::string(4, '\0');
+        r += question;
+        if (with_a) {
+            r += std::string("\xc0\x0c\x00\x01\x00\x01\x00\x00\x00\x05\x00\x04", 12);
+            r += std::string("\x7f\x00\x00\x01", 4);  // 127.0.0.1
+        }
+        return r;
+    }
+
+    asio::io_context ioc_;
+    asio::ip::udp::socket socket_{ioc_};
+    std::chrono::milliseconds slow_delay_;
+    std::atomic<bool> stop_{false};
+    std::atomic<int> slow_queries_{0};
+    std::thread thread_;
+    std::vector<std::thread> delayed_;
+};
+
+TEST(ResolverTest, ASlowAnswerDoesNotHoldUpAnotherLookup) {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root: the proxy runs in a private mount namespace (unshare -m)";
+    TempDir dir;
+    TestPki pki(dir);
+    CanaryListener target;
+    TestDnsServer dns(std::chrono::milliseconds(4000));
+    auto port = std::to_string(target.port());
+    auto yaml = serve_config(dir, pki, 443, 443, "", ", \"fast.test:" + port + "\", \"slow.test:" + port + "\"");
+    yaml += "    allowed_cidrs: [127.0.0.0/8]\n";
+    auto config = dir.write("vaultgate.yaml", yaml);
+    auto resolv = dir.write("resolv.conf", std::string("nameserver ") + dns_ip + "\noptions timeout:10 attempts:1\n");
+    ServeProcess proc(config, {}, 0,
+                      {"unshare", "-m", "sh", "-c",
+                       "mount --bind \"$0\" /etc/resolv.conf && exec \"$1\" serve --config \"$2\"", resolv});
+    ASSERT_TRUE(proc.started()) << proc.stderr_text();
+
+    RawClient slow(proc.proxy_port());
+    slow.write("CONNECT slow.test:" + port + " HTTP/1.1\r\nHost: slow.test:" + port + "\r\n\r\n");
+    // Wait until the slow lookup is really in progress at the resolver.
+    for (int i = 0; i < 100 && dns.slow_queries() == 0; ++i) slow.read_some(20);
+    ASSERT_GT(dns.slow_queries(), 0);
+
+    RawClient fast(proc.proxy_port());
+    auto head = fast.connect("fast.test:" + port);
+    EXPECT_EQ(head.rfind("HTTP/1.1 200", 0), 0u) << head;
+    // The fast tunnel is up while the slow name is still unanswered.
+    EXPECT_EQ(slow.read_some(0), "");
+    {
+        auto late = slow.read_some(10000);
+        EXPECT_EQ(late.rfind("HTTP/1.1 200", 0), 0u) << late;
+    }
+    slow.close();
+    fast.close();
+    proc.signal(SIGTERM);
+    EXPECT_EQ(proc.wait_exit(), 0);
+}
+
+}  // namespace
+}  // namespace vaultgate::test
