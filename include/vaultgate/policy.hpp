@@ -53,6 +53,8 @@ enum class DenyReason {
     self_connection,
     resolve_failed,
     session_required,
+    destination_mismatch,   // transparent mode: the SNI name does not resolve to the original destination
+    no_server_name,         // transparent mode: no usable SNI (absent, an IP literal, or malformed)
 };
 
 std::string_view deny_reason_name(DenyReason r);

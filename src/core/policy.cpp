@@ -153,6 +153,8 @@ std::string_view deny_reason_name(DenyReason r) {
         case DenyReason::self_connection: return "self_connection";
         case DenyReason::resolve_failed: return "resolve_failed";
         case DenyReason::session_required: return "session_required";
+        case DenyReason::destination_mismatch: return "destination_mismatch";
+        case DenyReason::no_server_name: return "no_server_name";
     }
     return "unknown";
 }
@@ -198,6 +200,13 @@ std::string deny_reason_advice(DenyReason r, const Authority& dest) {
         case DenyReason::session_required:
             return "A session is required: send Proxy-Authorization: Basic session_id:token, or "
                    "configure sessions.default.";
+        case DenyReason::destination_mismatch:
+            return "The TLS server name " + where +
+                   " does not resolve to the address the connection was sent to; the two must agree in "
+                   "transparent mode.";
+        case DenyReason::no_server_name:
+            return std::string("Transparent mode needs a TLS ClientHello with a server name (SNI) that is a host "
+                               "name; connections without one are refused.");
     }
     return "The destination is refused by egress_policies.<policy>.";
 }

@@ -19,6 +19,9 @@ struct ClientContext {
 // The explicit proxy listener: reads CONNECT or an absolute-form request and dispatches.
 awaitable<void> handle_proxy_client(std::shared_ptr<Runtime> rt, tcp::socket client);
 
+// listen.transparent: redirected TLS, routed by SNI and the original destination.
+awaitable<void> handle_transparent_client(std::shared_ptr<Runtime> rt, tcp::socket client);
+
 // After "200 Connection established" to a bound host: TLS with a minted leaf and
 // the request loop that injects credentials.
 awaitable<void> run_mitm(ClientContext ctx, tcp::socket client, Authority dest);

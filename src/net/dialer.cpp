@@ -48,7 +48,7 @@ bool is_self_endpoint(const Runtime& rt, const tcp::endpoint& ep) {
 }
 
 awaitable<DialOutcome> dial_checked(const Runtime& rt, const EgressPolicy& policy, const Authority& dest,
-                                    tcp::socket& socket, Watchdog& watchdog) {
+                                    tcp::socket& socket, Watchdog& watchdog, std::optional<tcp::endpoint> required) {
     DialOutcome out;
     std::vector<tcp::endpoint> candidates;
     bool pinned = false;
@@ -93,6 +93,18 @@ awaitable<DialOutcome> dial_checked(const Runtime& rt, const EgressPolicy& polic
             out.denied = reason;
             co_return out;
         }
+    }
+
+    if (required) {
+        auto wanted = tcp::endpoint(unmapped(required->address()), required->port());
+        bool found = false;
+        for (const auto& ep : candidates)
+            found = found || (unmapped(ep.address()) == wanted.address() && ep.port() == wanted.port());
+        if (!found) {
+            out.denied = DenyReason::destination_mismatch;
+            co_return out;
+        }
+        candidates = {wanted};
     }
 
     watchdog.watch(socket);

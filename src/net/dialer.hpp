@@ -6,6 +6,8 @@
 #include "vaultgate/host.hpp"
 #include "vaultgate/policy.hpp"
 
+#include <optional>
+
 namespace vaultgate::net {
 
 struct DialOutcome {
@@ -18,8 +20,12 @@ struct DialOutcome {
 
 // Connects `socket` to dest. Addresses pinned by upstream.resolve are exempt
 // from the private-address rule; the proxy's own listeners never are.
+// With `required` (transparent mode: the connection's original destination),
+// that endpoint must be among the checked answers for dest's name, and it is
+// the only one dialled; otherwise the outcome is destination_mismatch.
 awaitable<DialOutcome> dial_checked(const Runtime& rt, const EgressPolicy& policy, const Authority& dest,
-                                    tcp::socket& socket, Watchdog& watchdog);
+                                    tcp::socket& socket, Watchdog& watchdog,
+                                    std::optional<tcp::endpoint> required = std::nullopt);
 
 // Whether ep is one of the proxy's own listening endpoints.
 bool is_self_endpoint(const Runtime& rt, const tcp::endpoint& ep);

@@ -83,9 +83,20 @@ public:
             auto admin = endpoint_of(runtime_->config.listen_admin);
             if (admin.port() != 0) runtime_->self_endpoints.push_back(admin);
         }
-        asio::co_spawn(main, accept_loop(runtime_, proxy_acceptor_.get(), this), [](std::exception_ptr e) {
-            if (e) log_error("accept loop ended with an exception");
-        });
+        if (runtime_->config.listen_transparent) {
+            transparent_acceptor_ = std::make_unique<tcp::acceptor>(main);
+            open_acceptor(*transparent_acceptor_, endpoint_of(*runtime_->config.listen_transparent),
+                          "listen.transparent");
+            runtime_->self_endpoints.push_back(transparent_acceptor_->local_endpoint());
+            asio::co_spawn(main, accept_loop(runtime_, transparent_acceptor_.get(), this, &handle_transparent_client),
+                           [](std::exception_ptr e) {
+                               if (e) log_error("transparent accept loop ended with an exception");
+                           });
+        }
+        asio::co_spawn(main, accept_loop(runtime_, proxy_acceptor_.get(), this, &handle_proxy_client),
+                       [](std::exception_ptr e) {
+                           if (e) log_error("accept loop ended with an exception");
+                       });
         for (auto& ctx : contexts_) {
             threads_.emplace_back([c = ctx.get()] {
                 for (;;) {
@@ -102,7 +113,9 @@ public:
         if (admin_listener_)
             admin = admin_listener_->tcp_endpoint() ? format_endpoint(*admin_listener_->tcp_endpoint())
                                                     : runtime_->config.listen_admin.to_string();
-        log_info("vaultgate listening: proxy " + format_endpoint(proxy_acceptor_->local_endpoint()) + " admin " + admin);
+        log_info("vaultgate listening: proxy " + format_endpoint(proxy_acceptor_->local_endpoint()) + " admin " + admin +
+                 (transparent_acceptor_ ? " transparent " + format_endpoint(transparent_acceptor_->local_endpoint())
+                                        : std::string()));
     }
 
     void stop(std::chrono::milliseconds drain) override {
@@ -119,6 +132,7 @@ public:
             asio::post(contexts_.front()->get_executor(), [this] {
                 error_code ignored;
                 proxy_acceptor_->close(ignored);
+                if (transparent_acceptor_) transparent_acceptor_->close(ignored);
             });
         }
         // In-flight connections get up to `drain` to finish; then everything stops.
@@ -175,11 +189,13 @@ private:
         return c;
     }
 
+    using ConnectionHandler = awaitable<void> (*)(std::shared_ptr<Runtime>, tcp::socket);
+
     static awaitable<void> serve_connection(std::shared_ptr<Runtime> rt, tcp::socket socket, std::string client_ip,
-                                            GatewayServer* self) {
+                                            GatewayServer* self, ConnectionHandler handler) {
         rt->metrics.connection_opened();
         try {
-            co_await handle_proxy_client(rt, std::move(socket));
+            co_await handler(rt, std::move(socket));
         } catch (const std::exception& e) {
             log_error(std::string("connection: unexpected exception: ") + e.what());
         }
@@ -187,7 +203,8 @@ private:
         self->limiter_.release(client_ip);
     }
 
-    static awaitable<void> accept_loop(std::shared_ptr<Runtime> rt, tcp::acceptor* acceptor, GatewayServer* self) {
+    static awaitable<void> accept_loop(std::shared_ptr<Runtime> rt, tcp::acceptor* acceptor, GatewayServer* self,
+                                       ConnectionHandler handler) {
         asio::steady_timer backoff(acceptor->get_executor());
         while (acceptor->is_open()) {
             auto& target = self->next_context();
@@ -215,7 +232,7 @@ private:
                 continue;
             }
             auto ex = socket.get_executor();
-            asio::co_spawn(ex, serve_connection(rt, std::move(socket), std::move(client_ip), self),
+            asio::co_spawn(ex, serve_connection(rt, std::move(socket), std::move(client_ip), self, handler),
                            [](std::exception_ptr e) {
                                if (e) log_error("connection coroutine ended with an exception");
                            });
@@ -242,6 +259,7 @@ private:
     std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards_;
     std::vector<std::thread> threads_;
     std::unique_ptr<tcp::acceptor> proxy_acceptor_;
+    std::unique_ptr<tcp::acceptor> transparent_acceptor_;
     // Declared after the io_contexts so it is joined before they go: a finished
     // lookup posts back to one of them.
     std::unique_ptr<ResolverPool> resolver_;

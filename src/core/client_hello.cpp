@@ -1,0 +1,108 @@
+#include "vaultgate/client_hello.hpp"
+
+#include <cstdint>
+
+namespace vaultgate {
+
+namespace {
+
+// A bounds-checked reader: every read fails once the data runs out, so a
+// truncated or lying length field can never read past the buffer.
+class Reader {
+public:
+    Reader() = default;
+    explicit Reader(std::string_view data) : data_(data) {}
+    bool u8(std::uint32_t& v) { return take(1, v); }
+    bool u16(std::uint32_t& v) { return take(2, v); }
+    bool u24(std::uint32_t& v) { return take(3, v); }
+    bool skip(std::size_t n) {
+        if (data_.size() - pos_ < n) return false;
+        pos_ += n;
+        return true;
+    }
+    bool sub(std::size_t n, Reader& out) {
+        if (data_.size() - pos_ < n) return false;
+        out = Reader(data_.substr(pos_, n));
+        pos_ += n;
+        return true;
+    }
+    std::string_view rest() const { return data_.substr(pos_); }
+    bool empty() const { return pos_ == data_.size(); }
+
+private:
+    bool take(std::size_t n, std::uint32_t& v) {
+        if (data_.size() - pos_ < n) return false;
+        v = 0;
+        for (std::size_t i = 0; i < n; ++i) v = v << 8 | static_cast<unsigned char>(data_[pos_ + i]);
+        pos_ += n;
+        return true;
+    }
+    std::string_view data_;
+    std::size_t pos_ = 0;
+};
+
+constexpr std::uint32_t record_handshake = 22;
+constexpr std::uint32_t handshake_client_hello = 1;
+constexpr std::uint32_t extension_server_name = 0;
+constexpr std::uint32_t name_type_host = 0;
+constexpr std::size_t max_record = 16384;
+
+}  // namespace
+
+HelloResult read_client_hello(std::string_view bytes) {
+    HelloResult r;
+    if (bytes.empty()) return r;
+    if (static_cast<unsigned char>(bytes[0]) != record_handshake) return {HelloStatus::not_tls, {}};
+    if (bytes.size() < 5) return r;
+    if (static_cast<unsigned char>(bytes[1]) != 3) return {HelloStatus::not_tls, {}};
+    std::size_t record_len = static_cast<unsigned char>(bytes[3]) << 8 | static_cast<unsigned char>(bytes[4]);
+    if (record_len == 0 || record_len > max_record) return {HelloStatus::malformed, {}};
+
+    // The handshake header says how long the ClientHello is; it must fit the record.
+    if (bytes.size() < 9) return r;
+    Reader head(bytes.substr(5, 4));
+    std::uint32_t type = 0, hello_len = 0;
+    head.u8(type);
+    head.u24(hello_len);
+    if (type != handshake_client_hello) return {HelloStatus::malformed, {}};
+    if (hello_len + 4 > record_len) return {HelloStatus::malformed, {}};  // split over records
+    if (bytes.size() < 9 + hello_len) return r;
+
+    Reader hello(bytes.substr(9, hello_len));
+    std::uint32_t len = 0;
+    if (!hello.skip(2 + 32)) return {HelloStatus::malformed, {}};                      // version, random
+    if (!hello.u8(len) || len > 32 || !hello.skip(len)) return {HelloStatus::malformed, {}};  // session id
+    if (!hello.u16(len) || len < 2 || len % 2 || !hello.skip(len)) return {HelloStatus::malformed, {}};
+    if (!hello.u8(len) || len < 1 || !hello.skip(len)) return {HelloStatus::malformed, {}};   // compression
+    if (hello.empty()) return {HelloStatus::no_sni, {}};
+    Reader extensions;
+    if (!hello.u16(len) || !hello.sub(len, extensions)) return {HelloStatus::malformed, {}};
+
+    bool seen_sni = false;
+    while (!extensions.empty()) {
+        std::uint32_t ext_type = 0, ext_len = 0;
+        Reader ext;
+        if (!extensions.u16(ext_type) || !extensions.u16(ext_len) || !extensions.sub(ext_len, ext))
+            return {HelloStatus::malformed, {}};
+        if (ext_type != extension_server_name) continue;
+        // A second server_name extension is a protocol violation and a way to
+        // disagree with whoever reads the first one.
+        if (seen_sni) return {HelloStatus::malformed, {}};
+        seen_sni = true;
+        Reader list;
+        if (!ext.u16(len) || !ext.sub(len, list) || !ext.empty()) return {HelloStatus::malformed, {}};
+        std::uint32_t name_type = 0, name_len = 0;
+        if (!list.u8(name_type) || name_type != name_type_host || !list.u16(name_len) || name_len == 0)
+            return {HelloStatus::malformed, {}};
+        auto name = list.rest().substr(0, name_len);
+        if (name.size() != name_len || !list.skip(name_len) || !list.empty()) return {HelloStatus::malformed, {}};
+        for (char c : name)
+            if (static_cast<unsigned char>(c) <= 0x20 || static_cast<unsigned char>(c) >= 0x7f)
+                return {HelloStatus::malformed, {}};
+        r.server_name = std::string(name);
+    }
+    r.status = seen_sni ? HelloStatus::ok : HelloStatus::no_sni;
+    return r;
+}
+
+}  // namespace vaultgate

@@ -1,0 +1,168 @@
+// Transparent mode: TLS connections redirected to listen.transparent by
+// nftables/iptables (REDIRECT or DNAT). The original destination comes from
+// SO_ORIGINAL_DST, the host from the ClientHello's SNI (read without consuming
+// it), and the session from the client's source address. The decision is the
+// CONNECT one: bound -> MITM, allowed -> tunnel to the original destination
+// (only if the SNI name really resolves to it), otherwise a TLS alert.
+#include "connection.hpp"
+#include "dialer.hpp"
+#include "session_auth.hpp"
+#include "splice.hpp"
+#include "vaultgate/client_hello.hpp"
+#include "vaultgate/diag_log.hpp"
+
+#include <linux/netfilter_ipv4.h>
+#include <linux/netfilter_ipv6/ip6_tables.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+namespace vaultgate::net {
+
+namespace {
+
+std::optional<tcp::endpoint> original_destination(tcp::socket& socket) {
+    sockaddr_storage addr{};
+    socklen_t len = sizeof addr;
+    int fd = socket.native_handle();
+    bool v6 = socket.local_endpoint().address().is_v6();
+    int rc = v6 ? ::getsockopt(fd, SOL_IPV6, IP6T_SO_ORIGINAL_DST, &addr, &len)
+                : ::getsockopt(fd, SOL_IP, SO_ORIGINAL_DST, &addr, &len);
+    if (rc != 0) return std::nullopt;
+    tcp::endpoint ep;
+    if (len > ep.capacity()) return std::nullopt;
+    std::memcpy(ep.data(), &addr, len);
+    ep.resize(len);
+    return ep;
+}
+
+// A fatal TLS alert (access_denied) in a plaintext record: the client's TLS
+// stack reports a refusal instead of a reset.
+constexpr unsigned char access_denied_alert[] = {0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x31};
+
+// Peeks until the ClientHello is complete. Peeking leaves the bytes in the
+// socket for the TLS layer (MITM) or the tunnel. A short pause between peeks
+// stands in for "wait for more", since readiness stays signalled while
+// peeked bytes remain unread.
+awaitable<HelloResult> peek_client_hello(tcp::socket& socket, Watchdog& watchdog, clock::duration timeout) {
+    watchdog.arm(timeout);
+    std::string buf(16384 + 5, '\0');
+    asio::steady_timer pause(socket.get_executor());
+    std::size_t last = 0;
+    for (;;) {
+        auto [ec] = co_await socket.async_wait(tcp::socket::wait_read, use_tuple);
+        if (ec || watchdog.expired()) co_return HelloResult{HelloStatus::malformed, {}};
+        ssize_t n = ::recv(socket.native_handle(), buf.data(), buf.size(), MSG_PEEK);
+        if (n <= 0) co_return HelloResult{HelloStatus::malformed, {}};
+        auto r = read_client_hello(std::string_view(buf.data(), static_cast<std::size_t>(n)));
+        if (r.status != HelloStatus::incomplete) co_return r;
+        if (static_cast<std::size_t>(n) == buf.size()) co_return HelloResult{HelloStatus::malformed, {}};
+        if (static_cast<std::size_t>(n) == last) {
+            pause.expires_after(std::chrono::milliseconds(5));
+            co_await pause.async_wait(use_tuple);
+            if (watchdog.expired()) co_return HelloResult{HelloStatus::malformed, {}};
+        }
+        last = static_cast<std::size_t>(n);
+    }
+}
+
+// Transparent clients send no credentials: the session is the one pinned to
+// their source address, else the default session.
+const Session* session_for_source(const GatewayState& state, const std::string& client_ip) {
+    error_code ec;
+    auto addr = asio::ip::make_address(client_ip, ec);
+    if (!ec) {
+        auto ip = to_ip_address(addr);
+        for (const auto& [id, s] : state.sessions)
+            if (s.source && s.source->contains(ip) && (!s.expires_at || std::chrono::system_clock::now() < *s.expires_at))
+                return &s;
+    }
+    return state.default_session_ptr();
+}
+
+awaitable<void> refuse_tls(ClientContext& ctx, tcp::socket& client, DenyReason reason, const Authority& dest,
+                           clock::time_point start) {
+    AccessLogEntry e;
+    e.ts = std::chrono::system_clock::now();
+    e.session = ctx.session_id;
+    e.ingress = "denied";
+    e.method = "TLS";
+    e.host = dest.host;
+    e.port = dest.port;
+    e.status = 403;
+    e.reason = std::string(deny_reason_name(reason));
+    e.client = ctx.client_ip;
+    e.ms = std::chrono::duration<double, std::milli>(clock::now() - start).count();
+    ctx.rt->record(e);
+    ctx.watchdog->arm(std::chrono::seconds(2));
+    co_await asio::async_write(client, asio::buffer(access_denied_alert), use_tuple);
+    error_code ignored;
+    client.shutdown(tcp::socket::shutdown_send, ignored);
+}
+
+}  // namespace
+
+awaitable<void> handle_transparent_client(std::shared_ptr<Runtime> rt, tcp::socket client) {
+    auto start = clock::now();
+    ClientContext ctx;
+    ctx.rt = rt;
+    ctx.watchdog = std::make_shared<Watchdog>(client.get_executor());
+    ctx.watchdog->start();
+    ctx.watchdog->watch(client);
+    error_code ec;
+    auto peer = client.remote_endpoint(ec);
+    if (!ec) ctx.client_ip = peer.address().to_string();
+    client.set_option(tcp::no_delay(true), ec);
+
+    auto state = rt->snapshot();
+    const Session* session = session_for_source(*state, ctx.client_ip);
+    auto original = original_destination(client);
+    Authority dest;
+    if (original) {
+        dest.port = original->port();
+        dest.host = original->address().to_string();
+        dest.kind = original->address().is_v6() ? HostKind::ipv6 : HostKind::ipv4;
+    }
+    if (session) ctx.session_id = session->id;
+
+    auto hello = co_await peek_client_hello(client, *ctx.watchdog, rt->config.limits.handshake_timeout);
+    if (!session) {
+        co_await refuse_tls(ctx, client, DenyReason::session_required, dest, start);
+    } else if (!original) {
+        co_await refuse_tls(ctx, client, DenyReason::self_connection, dest, start);
+    } else if (hello.status != HelloStatus::ok) {
+        co_await refuse_tls(ctx, client, DenyReason::no_server_name, dest, start);
+    } else if (auto name = normalize_host(hello.server_name); !name || name.kind != HostKind::name) {
+        co_await refuse_tls(ctx, client, DenyReason::no_server_name, dest, start);
+    } else if (is_self_endpoint(*rt, *original)) {
+        // Not redirected at all: someone connected to the listener itself.
+        co_await refuse_tls(ctx, client, DenyReason::self_connection, dest, start);
+    } else {
+        Authority by_name{*name.host, original->port(), HostKind::name};
+        auto route = state->route(*session, by_name, EgressKind::connect);
+        rt->connections.add(ctx.session_id, ctx.watchdog);
+        if (route.kind == RouteKind::denied) {
+            co_await refuse_tls(ctx, client, route.reason, by_name, start);
+        } else if (route.kind == RouteKind::mitm) {
+            // The bound origin is reached by name, through the usual checks;
+            // the client's TLS handshake is still unread in the socket.
+            ctx.watchdog->unwatch(client);
+            co_await run_mitm(ctx, std::move(client), by_name);
+        } else {
+            tcp::socket upstream(client.get_executor());
+            auto dialed = co_await dial_checked(*rt, session->policy, by_name, upstream, *ctx.watchdog, *original);
+            if (dialed.denied != DenyReason::none) {
+                co_await refuse_tls(ctx, client, dialed.denied, by_name, start);
+            } else if (dialed.ok()) {
+                co_await run_tunnel(ctx, client, upstream, by_name, {});
+            } else {
+                log_debug("transparent: cannot reach " + format_authority(by_name) + ": " + dialed.error.message());
+            }
+        }
+        rt->connections.remove(ctx.session_id, ctx.watchdog);
+    }
+    ctx.watchdog->stop();
+    error_code ignored;
+    client.close(ignored);
+}
+
+}  // namespace vaultgate::net
