@@ -12,3 +12,14 @@ else
 fi
 cd "$BUILD_DIR"
 ctest --output-on-failure --timeout 300 -j2 "$@"
+
+# Every log the run wrote (the proxies' stderr is captured by CTest) must be
+# free of the test secrets.
+for secret in 'sk-real/SECRET+9f8e=7d6c5b4a' 'sk-live-AAAA-1111-first-value' 'sk-live-BBBB-2222-second-value' \
+              'ak_live_composio-REAL-KEY-7f3a9c'; do
+  if grep -rqF -- "$secret" Testing/Temporary/ 2>/dev/null; then
+    echo "a test secret appears in the test logs (Testing/Temporary/)" >&2
+    exit 1
+  fi
+done
+echo "no test secret in any test log"

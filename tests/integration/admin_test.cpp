@@ -269,6 +269,58 @@ TEST_F(AdminTest, ExpiredSessionIsClosedAndRefused) {
     EXPECT_EQ(head.rfind("HTTP/1.1 407", 0), 0u) << head;
 }
 
+TEST_F(AdminTest, SessionPinnedToAnotherSourceIsRefused) {
+    start();
+    auto vault = make_vault("team-a", secret_a);
+    auto pinned = api("POST", "/v1/sessions", {{"vault_ids", {vault}}, {"source", "10.99.0.0/16"}});
+    ASSERT_EQ(pinned.status, 201) << pinned.body;
+    auto here = api("POST", "/v1/sessions", {{"vault_ids", {vault}}, {"source", "127.0.0.0/8"}});
+    ASSERT_EQ(here.status, 201) << here.body;
+    RawClient c(proc_->proxy_port());
+    auto head = c.connect("api.bound.test:" + std::to_string(bound_.port()), proxy_auth(json::parse(pinned.body)));
+    EXPECT_EQ(head.rfind("HTTP/1.1 407", 0), 0u) << head;
+    RawClient ok(proc_->proxy_port());
+    head = ok.connect("api.bound.test:" + std::to_string(bound_.port()), proxy_auth(json::parse(here.body)));
+    EXPECT_EQ(head.rfind("HTTP/1.1 200", 0), 0u) << head;
+}
+
+TEST_F(AdminTest, CliManagesVaultsWithSecretsFromStdinOnly) {
+    start();
+    auto admin = "http://127.0.0.1:" + std::to_string(proc_->admin_port());
+    std::vector<std::string> base = {VAULTGATE_BINARY, "vault"};
+    auto cli = [&](std::vector<std::string> args, const std::string& input = "") {
+        std::vector<std::string> argv = {VAULTGATE_BINARY};
+        argv.insert(argv.end(), args.begin(), args.end());
+        argv.insert(argv.end(), {"--admin", admin, "--token-file", dir_.file("admin.token")});
+        return run_command(argv, input);
+    };
+    auto created = cli({"vault", "create", "cli-vault", "--json"});
+    ASSERT_EQ(created.exit_code, 0) << created.err;
+    auto id = json::parse(created.out)["id"].get<std::string>();
+    auto added = cli({"vault", "add-credential", id, "KEY"}, std::string(secret_a) + "\n");
+    EXPECT_EQ(added.exit_code, 0) << added.err;
+    // A value on the command line is refused: argv is visible to every process.
+    auto argv_value = cli({"vault", "add-credential", id, "OTHER", "--value", secret_b});
+    EXPECT_NE(argv_value.exit_code, 0);
+    auto service = cli({"vault", "add-service", id, "--host", "api.bound.test", "--port", std::to_string(bound_.port()),
+                        "--auth", "api-key", "--key", "KEY"});
+    EXPECT_EQ(service.exit_code, 0) << service.err;
+    auto shown = cli({"vault", "show", id});
+    EXPECT_EQ(shown.exit_code, 0) << shown.err;
+    EXPECT_NE(shown.out.find("KEY"), std::string::npos) << shown.out;
+    for (const auto& r : {created, added, argv_value, service, shown}) {
+        EXPECT_EQ((r.out + r.err).find(secret_a), std::string::npos);
+        EXPECT_EQ((r.out + r.err).find(secret_b), std::string::npos);
+    }
+    auto session = cli({"session", "create", "--vault", id, "--json"});
+    ASSERT_EQ(session.exit_code, 0) << session.err;
+    auto c = open_bound(json::parse(session.out));
+    c->write(get_echo());
+    ASSERT_TRUE(c->read_response());
+    ASSERT_EQ(bound_.requests().size(), 1u);
+    EXPECT_EQ(bound_.requests()[0].header_values("x-api-key"), std::vector<std::string>{secret_a});
+}
+
 TEST_F(AdminTest, VaultsAndSessionsSurviveARestart) {
     start();
     auto vault = make_vault("team-a", secret_a);

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 namespace vaultgate::test {
 namespace {
@@ -121,6 +122,37 @@ TEST_F(LifecycleTest, SighupReloadsAGoodConfigAndRefusesABrokenOne) {
         EXPECT_EQ(c.connect(new_authority).rfind("HTTP/1.1 200", 0), 0u);
     }
     proc_->signal(SIGTERM);
+    EXPECT_EQ(proc_->wait_exit(), 0);
+}
+
+TEST_F(LifecycleTest, NotifiesSystemdOfReadyReloadingAndStopping) {
+    auto sock_path = dir_.file("notify.sock");
+    asio::io_context ioc;
+    asio::local::datagram_protocol::socket notify(ioc);
+    notify.open();
+    notify.bind(asio::local::datagram_protocol::endpoint(sock_path));
+    notify.non_blocking(true);
+    config_path_ = dir_.write("vaultgate.yaml", serve_config(dir_, pki_, bound_.port(), bound_.port()));
+    proc_ = std::make_unique<ServeProcess>(config_path_, std::map<std::string, std::string>{{"NOTIFY_SOCKET", sock_path}});
+    ASSERT_TRUE(proc_->started()) << proc_->stderr_text();
+    std::string seen;
+    auto drain = [&](const std::string& until) {
+        for (int i = 0; i < 100 && seen.find(until) == std::string::npos; ++i) {
+            char buf[512];
+            boost::system::error_code ec;
+            auto n = notify.receive(asio::buffer(buf), 0, ec);
+            if (!ec) seen.append(buf, n).append("|");
+            else proc_->stderr_text(), ::usleep(20000);
+        }
+    };
+    drain("READY=1");
+    proc_->signal(SIGHUP);
+    drain("RELOADING=1");
+    proc_->signal(SIGTERM);
+    drain("STOPPING=1");
+    EXPECT_NE(seen.find("READY=1"), std::string::npos) << seen;
+    EXPECT_NE(seen.find("RELOADING=1"), std::string::npos) << seen;
+    EXPECT_NE(seen.find("STOPPING=1"), std::string::npos) << seen;
     EXPECT_EQ(proc_->wait_exit(), 0);
 }
 
