@@ -1,6 +1,7 @@
 // The snapshot the proxy decides with, and the reading of credential values
 // that turns a Config into one.
 #include "vaultgate/gateway_state.hpp"
+#include "unique_fd.hpp"
 
 #include <cerrno>
 #include <cstdlib>
@@ -17,19 +18,7 @@ namespace {
 // device) from being read into memory whole.
 constexpr std::size_t max_credential_bytes = 64 * 1024;
 
-class Fd {
-public:
-    explicit Fd(int fd) : fd_(fd) {}
-    Fd(const Fd&) = delete;
-    Fd& operator=(const Fd&) = delete;
-    ~Fd() {
-        if (fd_ >= 0) ::close(fd_);
-    }
-    int get() const { return fd_; }
-
-private:
-    int fd_;
-};
+using Fd = UniqueFd;
 
 // Reads a credential file into `out`. On failure returns the reason. The
 // buffer is sized once up front, so no reallocation leaves an unwiped copy.

@@ -8,6 +8,7 @@
 // serialiser's 512-byte chunk buffer) is out of reach; credential values are
 // base64 in the payload, so any remnant there is encoded, not raw.
 #include "vaultgate/store.hpp"
+#include "unique_fd.hpp"
 
 #include "vaultgate/ca.hpp"  // openssl_errors()
 #include "vaultgate/json_codec.hpp"
@@ -429,26 +430,7 @@ StoreData decode_payload(const json& root) {
 
 // --- files ----------------------------------------------------------------------
 
-class Fd {
-public:
-    explicit Fd(int fd) : fd_(fd) {}
-    Fd(const Fd&) = delete;
-    Fd& operator=(const Fd&) = delete;
-    ~Fd() {
-        if (fd_ >= 0) ::close(fd_);
-    }
-    int get() const { return fd_; }
-    // Closes now, for the callers that must see close's error (NFS reports
-    // write failures there).
-    int close() {
-        const int rc = ::close(fd_);
-        fd_ = -1;
-        return rc;
-    }
-
-private:
-    int fd_;
-};
+using Fd = UniqueFd;
 
 std::string errno_text() { return std::strerror(errno); }
 

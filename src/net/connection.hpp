@@ -16,6 +16,10 @@ struct ClientContext {
     std::string session_id;
 };
 
+// A fresh context for an accepted socket: its watchdog started and watching it,
+// the client's address, Nagle off.
+ClientContext make_client_context(std::shared_ptr<Runtime> rt, tcp::socket& client);
+
 // The explicit proxy listener: reads CONNECT or an absolute-form request and dispatches.
 awaitable<void> handle_proxy_client(std::shared_ptr<Runtime> rt, tcp::socket client);
 

@@ -8,6 +8,7 @@
 #include "vaultgate/http_message.hpp"
 
 #include <cstring>
+#include <optional>
 #include <string>
 
 namespace vaultgate::net {
@@ -90,6 +91,22 @@ struct BodyResult {
     std::string error;
 };
 
+// One read into buf for a body. When it brings nothing, says why: the sender
+// closed, failed, or the watchdog cut a stall.
+template <class Stream>
+awaitable<std::optional<BodyOutcome>> read_body_bytes(Stream& stream, ReadBuffer& buf, Watchdog& watchdog,
+                                                      clock::duration idle) {
+    watchdog.arm(idle);
+    std::size_t len = 0;
+    char* space = buf.prepare(len);
+    auto [ec, n] = co_await stream.async_read_some(asio::buffer(space, len), use_tuple);
+    buf.commit(n);
+    if (n > 0 || !ec) co_return std::nullopt;
+    if (watchdog.expired()) co_return BodyOutcome::timed_out;
+    if (ec == asio::error::eof || ec == ssl::error::stream_truncated) co_return BodyOutcome::source_closed;
+    co_return BodyOutcome::source_error;
+}
+
 // Calls `sink(std::string_view payload)` -> awaitable<error_code> for each piece of
 // the body of length `length`, starting with what is already in buf.
 template <class Stream, class Sink>
@@ -99,16 +116,8 @@ awaitable<BodyResult> read_fixed_body(Stream& stream, ReadBuffer& buf, std::uint
     std::uint64_t left = length;
     while (left > 0) {
         if (buf.empty()) {
-            watchdog.arm(idle);
-            std::size_t len = 0;
-            char* space = buf.prepare(len);
-            auto [ec, n] = co_await stream.async_read_some(asio::buffer(space, len), use_tuple);
-            buf.commit(n);
-            if (n == 0 && ec) {
-                r.outcome = watchdog.expired() ? BodyOutcome::timed_out
-                            : (ec == asio::error::eof || ec == ssl::error::stream_truncated)
-                                ? BodyOutcome::source_closed
-                                : BodyOutcome::source_error;
+            if (auto stop = co_await read_body_bytes(stream, buf, watchdog, idle)) {
+                r.outcome = *stop;
                 co_return r;
             }
         }
@@ -152,15 +161,8 @@ awaitable<BodyResult> read_chunked_body(Stream& stream, ReadBuffer& buf, const C
             if (step.status == ChunkedDecoder::Status::done) co_return r;
             if (!buf.empty()) continue;
         }
-        watchdog.arm(idle);
-        std::size_t len = 0;
-        char* space = buf.prepare(len);
-        auto [ec, n] = co_await stream.async_read_some(asio::buffer(space, len), use_tuple);
-        buf.commit(n);
-        if (n == 0 && ec) {
-            r.outcome = watchdog.expired() ? BodyOutcome::timed_out
-                        : (ec == asio::error::eof || ec == ssl::error::stream_truncated) ? BodyOutcome::source_closed
-                                                                                         : BodyOutcome::source_error;
+        if (auto stop = co_await read_body_bytes(stream, buf, watchdog, idle)) {
+            r.outcome = *stop;
             co_return r;
         }
     }
@@ -181,16 +183,10 @@ awaitable<BodyResult> read_until_close(Stream& stream, ReadBuffer& buf, Watchdog
             r.bytes += piece.size();
             buf.consume(piece.size());
         }
-        watchdog.arm(idle);
-        std::size_t len = 0;
-        char* space = buf.prepare(len);
-        auto [ec, n] = co_await stream.async_read_some(asio::buffer(space, len), use_tuple);
-        buf.commit(n);
-        if (n == 0 && ec) {
+        if (auto stop = co_await read_body_bytes(stream, buf, watchdog, idle)) {
             // For an unframed body the close is the end; a truncated TLS close is
             // what many servers send, so it counts as the end too.
-            if (ec == asio::error::eof || ec == ssl::error::stream_truncated) co_return r;
-            r.outcome = watchdog.expired() ? BodyOutcome::timed_out : BodyOutcome::source_error;
+            if (*stop != BodyOutcome::source_closed) r.outcome = *stop;
             co_return r;
         }
     }

@@ -135,10 +135,9 @@ awaitable<void> run_tunnel(ClientContext& ctx, tcp::socket& client, tcp::socket&
     upstream.close(ignored);
 }
 
-awaitable<void> handle_proxy_client(std::shared_ptr<Runtime> rt, tcp::socket client) {
-    auto start = clock::now();
+ClientContext make_client_context(std::shared_ptr<Runtime> rt, tcp::socket& client) {
     ClientContext ctx;
-    ctx.rt = rt;
+    ctx.rt = std::move(rt);
     ctx.watchdog = std::make_shared<Watchdog>(client.get_executor());
     ctx.watchdog->start();
     ctx.watchdog->watch(client);
@@ -146,6 +145,12 @@ awaitable<void> handle_proxy_client(std::shared_ptr<Runtime> rt, tcp::socket cli
     auto peer = client.remote_endpoint(ec);
     if (!ec) ctx.client_ip = peer.address().to_string();
     client.set_option(tcp::no_delay(true), ec);
+    return ctx;
+}
+
+awaitable<void> handle_proxy_client(std::shared_ptr<Runtime> rt, tcp::socket client) {
+    auto start = clock::now();
+    ClientContext ctx = make_client_context(rt, client);
 
     const auto& limits = rt->config.limits;
     HeadLimits head_limits;

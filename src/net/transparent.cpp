@@ -103,15 +103,7 @@ awaitable<void> refuse_tls(ClientContext& ctx, tcp::socket& client, DenyReason r
 
 awaitable<void> handle_transparent_client(std::shared_ptr<Runtime> rt, tcp::socket client) {
     auto start = clock::now();
-    ClientContext ctx;
-    ctx.rt = rt;
-    ctx.watchdog = std::make_shared<Watchdog>(client.get_executor());
-    ctx.watchdog->start();
-    ctx.watchdog->watch(client);
-    error_code ec;
-    auto peer = client.remote_endpoint(ec);
-    if (!ec) ctx.client_ip = peer.address().to_string();
-    client.set_option(tcp::no_delay(true), ec);
+    ClientContext ctx = make_client_context(rt, client);
 
     auto state = rt->snapshot();
     const Session* session = session_for_source(*state, ctx.client_ip);

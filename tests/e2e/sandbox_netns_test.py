@@ -1055,7 +1055,7 @@ class SandboxTest:
 
         # Whatever the listener does, these hold: a port nothing redirects goes
         # nowhere, and a denied host is never contacted.
-        before = self.snapshot()
+        before, log_start = self.snapshot(), len(self.access_lines())
         p, p_denied = self.sandbox_many([
             ["curl", "-sS", "--connect-timeout", "3", "--max-time", "6", "--cacert", self.test_ca,
              "--resolve", f"{BOUND}:{UNREDIRECTED_PORT}:{UPSTREAMS[BOUND]}",
@@ -1086,8 +1086,10 @@ class SandboxTest:
         _, entry = self.expect_injected(marker, "default", key=self.default_key)
         details.insert(0, "curl with no proxy variables: HTTP 200, upstream got the default session's real key "
                           f"(access log: {entry.get('ingress')}, session {entry.get('session')!r})")
-        entries = [e for e in self.access_lines()[log_before:] if e.get("host") == DENIED]
-        check(not entries or entries[-1].get("ingress") == "denied", f"denied.test logged as {entries}")
+        entries = [e for e in self.access_lines()[log_start:log_before] if e.get("host") == DENIED]
+        check(len(entries) == 1 and entries[0].get("ingress") == "denied"
+              and entries[0].get("reason") == "domain_not_allowed" and entries[0].get("session") == "default",
+              f"transparent denied.test: access log {entries}, expected one denied/domain_not_allowed line")
 
         # An allowed host is tunnelled to its own certificate.
         marker = f"/step7-allowed-{self.nonce}"
@@ -1100,7 +1102,16 @@ class SandboxTest:
         reqs = self.requests_for(ALLOWED, marker)
         check(len(reqs) == 1 and header_values(reqs[0], "x-api-key") == ["sandbox-has-no-key"],
               "transparent allowed.test: the upstream should see the client's own header")
-        details.append("allowed.test tunnelled (the test CA alone verifies it), header untouched")
+        deadline = time.monotonic() + 3
+        while True:
+            tunnels = [e for e in self.access_lines()[log_before:] if e.get("host") == ALLOWED]
+            if tunnels or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        check(tunnels and tunnels[-1].get("ingress") == "tunnel" and tunnels[-1].get("session") == "default",
+              f"transparent allowed.test: access log {tunnels}, expected a tunnel line of the default session")
+        details.append("allowed.test tunnelled (the test CA alone verifies it), header untouched; denied.test "
+                       "logged denied/domain_not_allowed")
         return True, "; ".join(details)
 
     # ---- driver ----------------------------------------------------------
