@@ -19,7 +19,7 @@ usage() {
   cat <<'U'
 usage: bench/run.sh [--duration S] [--runs N] [--scenarios ka,fresh,bytes,idle]
                     [--idle-conns N] [--vaultgate BIN] [--build-dir DIR]
-                    [--peers auto|yes|no] [--peers-dir DIR] [--out DIR] [--keep]
+                    [--peers auto|yes|no] [--peers-dir DIR] [--profile] [--out DIR] [--keep]
   --duration S   seconds per load run (default 10)
   --runs N       runs per scenario; the tables show medians (default 3)
   --scenarios    ka = 32 keep-alive connections, small GETs
@@ -30,6 +30,8 @@ usage: bench/run.sh [--duration S] [--runs N] [--scenarios ka,fresh,bytes,idle]
   --vaultgate B  use this binary instead of building build-release/vaultgate
   --peers        auto (default): run the shared harness with Squid/mitmproxy when it and
                  one of them are installed and we are root; yes: require it; no: skip
+  --profile      after the measured runs, one more run per scenario with `perf record`
+                 (cpu-clock samples of vaultgate) and its top functions; not in the tables
   --out DIR      keep the JSON results in DIR (default: a new /tmp/vaultgate-bench-results.*)
   --keep         keep the scratch dir (configs, logs)
 U
@@ -37,13 +39,13 @@ U
 }
 
 DUR=10 RUNS=3 SCEN=ka,fresh,bytes,idle IDLE=1000 VG="" BUILD="$ROOT/build-release"
-PEERS=auto PEERS_DIR="$ROOT/../shared/peers" OUT="" KEEP=0
+PEERS=auto PEERS_DIR="$ROOT/../shared/peers" OUT="" KEEP=0 PROFILE=0
 while [ $# -gt 0 ]; do
   case $1 in
     --duration) DUR=$2; shift;; --runs) RUNS=$2; shift;; --scenarios) SCEN=$2; shift;;
     --idle-conns) IDLE=$2; shift;; --vaultgate) VG=$2; shift;; --build-dir) BUILD=$2; shift;;
     --peers) PEERS=$2; shift;; --peers-dir) PEERS_DIR=$2; shift;; --out) OUT=$2; shift;;
-    --keep) KEEP=1;; -h|--help) usage;; *) echo "unknown argument: $1" >&2; usage;;
+    --keep) KEEP=1;; --profile) PROFILE=1;; -h|--help) usage;; *) echo "unknown argument: $1" >&2; usage;;
   esac
   shift
 done
@@ -233,6 +235,7 @@ cpu_ticks() { local st; st=$(cat "/proc/$1/stat") || { echo 0; return; }; st=${s
 rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
 up_conns() { ss -Htn state established "( dport = :$UP )" | wc -l; }
 RES=$OUT/vaultgate-bench.jsonl; : > "$RES"
+PROFILING=0
 one() {  # one SYSTEM SCENARIO RUN
   local s=$1 sc=$2 r=$3 c0=0 c1=0 rss0=0 rss=0 held=0 args
   if [ "$s" = direct ]; then
@@ -253,6 +256,11 @@ one() {  # one SYSTEM SCENARIO RUN
   esac
   if [ "$s" != direct ]; then c0=$(cpu_ticks "$VG_PG"); rss0=$(rss_kib "$VG_PG"); fi
   "$W/loadgen" "${args[@]}" > "$W/lg.out" 2> "$W/lg.err" & LG=$!
+  if [ "$PROFILING" = 1 ] && [ "$s" != direct ] && [ "$sc" != idle ]; then
+    sleep 0.5   # past connection setup; samples the steady state of the scenario
+    perf record -q -F 999 -e cpu-clock -p "$VG_PG" -o "$OUT/perf-$sc.data" -- sleep $((DUR - 1)) \
+      > "$W/perf.log" 2>&1 || { echo "perf record failed:"; cat "$W/perf.log"; } >&2
+  fi
   if [ "$sc" = idle ]; then
     for _ in $(seq 1 240); do
       grep -q holding "$W/lg.err" && break
@@ -291,6 +299,27 @@ echo
 echo "vaultgate vs direct (medians of $RUNS run(s); absolute numbers are noisy, compare ratios):"
 python3 "$HERE/report.py" "$RES"
 echo "results: $RES"
+
+if [ $PROFILE = 1 ]; then
+  if ! command -v perf >/dev/null || ! perf record -q -e cpu-clock -o "$W/perf-test.data" true >/dev/null 2>&1; then
+    echo "--profile: perf is missing or not allowed here (apt-get install linux-perf; root)" >&2
+  else
+    echo
+    echo "profile: one more run per scenario, vaultgate sampled with perf (cpu-clock, 999 Hz)"
+    RES=$OUT/profiled.jsonl; : > "$RES"; PROFILING=1
+    for sc in ${SCEN//,/ }; do
+      [ "$sc" = idle ] && continue
+      start_vg; one vaultgate "$sc" 0
+      echo "  top functions by self time (perf report -i $OUT/perf-$sc.data):"
+      perf report -i "$OUT/perf-$sc.data" --stdio --no-children --sort dso,symbol --percent-limit 1.5 \
+        2>/dev/null | grep -E '^ +[0-9]' | head -n 20 | sed 's/^/    /'
+      echo "  by library:"
+      perf report -i "$OUT/perf-$sc.data" --stdio --no-children --sort dso --percent-limit 1 \
+        2>/dev/null | grep -E '^ +[0-9]' | head -n 8 | sed 's/^/    /'
+    done
+    PROFILING=0
+  fi
+fi
 
 # --- side by side with Squid and mitmproxy (the shared peers harness) -----------------------
 [ "$PEERS" = no ] && exit 0

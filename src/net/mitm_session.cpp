@@ -10,6 +10,7 @@
 #include "exchange.hpp"
 #include "session_auth.hpp"
 #include "tls_contexts.hpp"
+#include "upstream_pool.hpp"
 #include "vaultgate/diag_log.hpp"
 #include "vaultgate/inject.hpp"
 
@@ -110,6 +111,7 @@ private:
     Authority dest_;
     tls_stream client_;
     std::optional<tls_stream> upstream_;
+    bool upstream_reusable_ = false;   // the last exchange left it ready for another request
     ReadBuffer client_buf_;
     ReadBuffer upstream_buf_;
     HeadLimits head_limits_;
@@ -172,6 +174,12 @@ awaitable<bool> MitmSession::handshake() {
 awaitable<bool> MitmSession::ensure_upstream(const Session& session, bool& reused, ExchangeResult& result) {
     reused = upstream_.has_value();
     if (upstream_) co_return true;
+    if (auto pooled = this_thread_upstream_pool().take(UpstreamPool::key(session.id, dest_.host, dest_.port))) {
+        upstream_.emplace(std::move(*pooled));
+        ctx_.watchdog->watch(upstream_->next_layer());
+        reused = true;
+        co_return true;
+    }
     tcp::socket socket(client_.get_executor());
     auto dialed = co_await dial_checked(rt_, session.policy, dest_, socket, *ctx_.watchdog);
     if (!dialed.ok()) {
@@ -340,6 +348,7 @@ awaitable<bool> MitmSession::serve_one() {
         co_await relay_response(io, exchange, rt_.draining.load(std::memory_order_relaxed), result);
     bytes_up_ = result.bytes_up;
     bytes_down_ = result.bytes_down;
+    upstream_reusable_ = upstream_.has_value() && result.keep_upstream;
     if (result.upstream_seconds > 0) rt_.metrics.upstream_latency(std::chrono::duration<double>(result.upstream_seconds));
     log_request(req, result.status, binding ? &*binding : nullptr, result.reason);
     co_return result.keep_client;
@@ -362,6 +371,14 @@ awaitable<void> MitmSession::run() {
         // No close_notify exchange: every response the proxy sends is framed, so
         // the client cannot mistake the close for the end of a body, and waiting
         // for the peer's close_notify would hold the connection open for nothing.
+    }
+    // A healthy upstream connection outlives this client connection in the
+    // thread's pool, for the next connection of the same session and origin.
+    if (upstream_ && upstream_reusable_ && upstream_buf_.empty() && !rt_.draining.load(std::memory_order_relaxed)) {
+        ctx_.watchdog->unwatch(upstream_->next_layer());
+        this_thread_upstream_pool().give(UpstreamPool::key(ctx_.session_id, dest_.host, dest_.port),
+                                         std::move(*upstream_));
+        upstream_.reset();
     }
     drop_upstream();
     ctx_.watchdog->stop();

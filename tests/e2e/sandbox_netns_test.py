@@ -1226,7 +1226,7 @@ def main():
             test.results.append(("setup", "FAIL", 0.0, str(e)))
         except Deadline as e:
             log(f"FAIL: stopped: {e}")
-            test.results.append(("deadline", "FAIL", 0.0, str(e)))
+            test.results.append(("interrupted", "FAIL", 0.0, str(e)))
         if rc != SKIP:
             failed = [r for r in test.results if r[1] == "FAIL"]
             if failed:

@@ -384,12 +384,14 @@ CanaryListener::~CanaryListener() {
 
 // ---------------------------------------------------------------- ProxyUnderTest
 
-ProxyUnderTest::ProxyUnderTest(const std::string& yaml) {
+ProxyUnderTest::ProxyUnderTest(const std::string& yaml, unsigned threads) {
     if (std::getenv("VAULTGATE_TEST_DEBUG")) set_log_level(LogLevel::debug);
     config_ = parse_config(yaml, "test.yaml");
     std::vector<std::string> warnings;
     auto state = build_state(config_, warnings);
-    server_ = make_server(config_, state, ServerOptions{2});
+    ServerOptions options;
+    options.threads = threads;
+    server_ = make_server(config_, state, options);
     server_->start();
 }
 

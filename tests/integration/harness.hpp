@@ -133,7 +133,7 @@ private:
 // The proxy, in-process, on 127.0.0.1:0, from YAML text.
 class ProxyUnderTest {
 public:
-    explicit ProxyUnderTest(const std::string& yaml);
+    explicit ProxyUnderTest(const std::string& yaml, unsigned threads = 2);
     ~ProxyUnderTest();
     std::uint16_t port() const { return server_->proxy_port(); }
     Server& server() { return *server_; }

@@ -287,6 +287,24 @@ TEST_F(MitmTest, KeepAliveServesSeveralRequestsOnOneUpstreamConnection) {
     EXPECT_EQ(bound_.connections(), 1u);
 }
 
+TEST_F(MitmTest, NextConnectionOfTheSameSessionReusesTheUpstreamConnection) {
+    // One I/O thread, so both client connections share its pool.
+    proxy_ = std::make_unique<ProxyUnderTest>(base_config(dir_, pki_, bound_.port(), other_.port()), 1);
+    for (int i = 0; i < 3; ++i) {
+        auto c = open_bound();
+        c->write(get("/echo", "Connection: close\r\n"));
+        auto r = c->read_response();
+        ASSERT_TRUE(r);
+        EXPECT_EQ(r->status, 200);
+        // The proxy pools the upstream connection before it closes this one.
+        EXPECT_TRUE(c->closed_by_peer());
+    }
+    auto reqs = bound_.requests();
+    ASSERT_EQ(reqs.size(), 3u);
+    for (const auto& req : reqs) EXPECT_EQ(req.header_values("x-api-key"), std::vector<std::string>{test_secret});
+    EXPECT_EQ(bound_.connections(), 1u);
+}
+
 TEST_F(MitmTest, OneMebibytePostArrivesWhole) {
     auto c = open_bound();
     std::string body(1 << 20, 'b');
