@@ -2,6 +2,7 @@
 // Byte pumps in both directions between two streams: CONNECT tunnels (plain
 // TCP) and WebSocket after a 101 (TLS on both sides). Two copy loops over
 // shared state; when one side ends, the other is told, so neither hangs.
+#include "tls_socket.hpp"
 #include "types.hpp"
 #include "watchdog.hpp"
 

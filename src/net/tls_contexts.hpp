@@ -2,6 +2,7 @@
 // The two TLS contexts: the client-facing one (MITM, a leaf per connection, ALPN
 // http/1.1 only) and the upstream one (verified against upstream.ca_file,
 // host name checked, TLS 1.2 or newer).
+#include "tls_socket.hpp"
 #include "types.hpp"
 #include "vaultgate/ca.hpp"
 #include "vaultgate/host.hpp"

@@ -13,7 +13,9 @@ template <class T = void>
 using awaitable = asio::awaitable<T>;
 using asio::use_awaitable;
 inline constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
-using tls_stream = ssl::stream<tcp::socket>;
 using clock = std::chrono::steady_clock;
+
+class TlsSocket;
+using tls_stream = TlsSocket;
 
 }  // namespace vaultgate::net

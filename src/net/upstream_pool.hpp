@@ -5,6 +5,7 @@
 // a connection is never shared between sessions. One pool per I/O thread, so a
 // connection is only used on the thread whose reactor it is registered with.
 #include "read_buffer.hpp"
+#include "tls_socket.hpp"
 #include "types.hpp"
 
 #include <map>

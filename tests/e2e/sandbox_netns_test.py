@@ -18,25 +18,41 @@ headers. vaultgate pins the three names to them with upstream.resolve and
 trusts the test CA with upstream.ca_file. `vaultgate bootstrap` turns a
 Composio-shaped env holding the real key into the sandbox's env, and every
 sandbox client runs with exactly that env (`env -i`, the printed variables and
-PATH). What is shown:
+PATH). The config's default session (for the transparent listener) holds a
+second real key, so each record shows which session injected. What is shown:
 
-  1. curl to the bound host: the upstream receives the real key; the sandbox
-     env, the bootstrap output and its files never held it.
-  2. Python urllib and Python requests: the same.
-  3. git ls-remote over dumb HTTP through the proxy: the same.
+  0. The sandbox env, the bootstrap output and its files hold no real key.
+  1. curl to the bound host: the upstream receives the real key, exactly once,
+     from the gateway, under the bootstrap session.
+  2. Python urllib and Python requests (Debian's): the same.
+  3. git ls-remote over dumb HTTP through the proxy gets a real key injected.
+     git's default proxy auth ("anyauth") sends no credentials until a 407,
+     which a proxy with a default session never sends, so git rides the
+     default session; with GIT_HTTP_PROXY_AUTHMETHOD=basic it uses the
+     bootstrap session (checked strictly).
   4. An allowed host is tunnelled: the client sees the upstream's own
      certificate (byte for byte, verified against the test CA alone) and the
-     upstream sees the placeholder.
-  5. Direct connections that ignore the proxy fail and the upstreams see no
-     connection at all; a control run with forwarding switched on for a moment
-     shows the topology would carry them (with the placeholder only).
-  6. A denied host is refused with 403 from the proxy and never contacted.
+     upstream sees the placeholder; the bound host, as a control, presents a
+     vaultgate-minted certificate.
+  5. Direct connections that ignore the proxy fail, the gateway counts the
+     dropped packets and the upstreams see no connection at all; a control run
+     with forwarding switched on for a moment shows the topology would carry
+     them (with the placeholder only).
+  6. A denied host is refused with 403 from the proxy and never contacted; so
+     are its IP literal, the admin API and the proxy itself.
   7. Transparent mode: an nftables redirect in the gateway sends the
      sandbox's TCP 443 to the transparent listener; a client with no proxy
-     settings still gets the real key injected.
+     settings still gets the real key injected, an allowed host is tunnelled,
+     a denied one and an unredirected port reach nothing. If the listener does
+     not work at all (nothing listens, or the redirected request to the bound
+     host fails) the step is SKIPPED with the reason, unless
+     --require-transparent is given; its other checks always count.
 
 Exit codes: 0 all shown, 1 a failure (each named), 77 skipped (namespaces
-cannot be created: not root, or `ip netns add` fails).
+cannot be created: not root, or `ip netns add` fails). Clean-up (processes,
+namespaces with their veths and nftables table, the work directory) runs on
+success, failure, SIGINT/SIGTERM and the overall deadline; a detached reaper
+does it if this process is killed outright.
 """
 
 import argparse
@@ -949,7 +965,7 @@ class SandboxTest:
         dropped = self.gw_dropped()
         procs = self.sandbox_many(argvs)
         dropped = self.gw_dropped() - dropped
-        for (host, addr), p in zip(list(UPSTREAMS.items()) + [(f"gateway admin port", f"{GW_SBX_IP}:3190")], procs):
+        for (host, addr), p in zip(list(UPSTREAMS.items()) + [("gateway admin port", f"{GW_SBX_IP}:3190")], procs):
             check(p.returncode != 0, f"direct connection to {host} ({addr}) succeeded: HTTP {p.stdout}")
             last = p.stderr.strip().splitlines()[-1] if p.stderr.strip() else ""
             results.append(f"{host}: curl exit {p.returncode} ({last})")
@@ -992,7 +1008,7 @@ class SandboxTest:
               and reqs[0]["client"] == SBX_IP,
               "control run: the upstream should have seen the sandbox's address and only the placeholder")
         before = self.snapshot()
-        again = self.direct_attempts("step5-direct-again")
+        self.direct_attempts("step5-direct-again")
         seen = {h: self.new_events(before, h) for h in UPSTREAMS}
         check(not any(seen.values()), f"an upstream saw a direct connection after forwarding went off: {seen}")
         return ("; ".join(results) + "; upstreams saw no TCP connection. Control with "

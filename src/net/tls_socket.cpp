@@ -1,0 +1,48 @@
+#include "tls_socket.hpp"
+
+#include <stdexcept>
+
+namespace vaultgate::net {
+
+TlsSocket::TlsSocket(tcp::socket socket, ssl::context& ctx)
+    : socket_(std::move(socket)), ssl_(SSL_new(ctx.native_handle())) {
+    if (!ssl_) throw std::runtime_error("SSL_new failed");
+    // OpenSSL reads and writes the descriptor itself, so it must never block.
+    socket_.non_blocking(true);
+    SSL_set_fd(ssl_.get(), static_cast<int>(socket_.native_handle()));
+    // A retried write may come from a buffer that moved (async_write keeps its
+    // own position), and partial writes let async_write make progress.
+    SSL_set_mode(ssl_.get(), SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
+                                 SSL_MODE_RELEASE_BUFFERS);
+}
+
+TlsSocket::Next TlsSocket::classify(int rc, error_code& ec) {
+    int err = SSL_get_error(ssl_.get(), rc);
+    switch (err) {
+    case SSL_ERROR_NONE: return Next::done;
+    case SSL_ERROR_WANT_READ: return Next::wait_read;
+    case SSL_ERROR_WANT_WRITE: return Next::wait_write;
+    case SSL_ERROR_ZERO_RETURN:
+        ec = asio::error::eof;
+        return Next::failed;
+    case SSL_ERROR_SYSCALL:
+        // No TLS error queued: the peer closed (or reset) the TCP connection
+        // without close_notify.
+        if (ERR_peek_error() == 0) {
+            ec = errno != 0 ? error_code(errno, asio::error::get_system_category()) : error_code(ssl::error::stream_truncated);
+            if (ec == asio::error::connection_reset || ec == asio::error::broken_pipe) ec = ssl::error::stream_truncated;
+            return Next::failed;
+        }
+        [[fallthrough]];
+    default: {
+        unsigned long code = ERR_get_error();
+        if (ERR_GET_REASON(code) == SSL_R_UNEXPECTED_EOF_WHILE_READING) ec = ssl::error::stream_truncated;
+        else ec = error_code(static_cast<int>(code), asio::error::get_ssl_category());
+        if (!ec) ec = ssl::error::stream_truncated;
+        ERR_clear_error();
+        return Next::failed;
+    }
+    }
+}
+
+}  // namespace vaultgate::net

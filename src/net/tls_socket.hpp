@@ -1,0 +1,128 @@
+#pragma once
+// TLS over a non-blocking TCP socket, with OpenSSL reading and writing the
+// descriptor itself. Asio's ssl::stream puts a BIO pair and two record-sized
+// buffers in between (about 70 KiB per stream, and a copy each way); here an
+// idle connection holds only OpenSSL's state, which SSL_MODE_RELEASE_BUFFERS
+// keeps small, and bytes are copied once. The operations follow Asio's stream
+// concepts (async_read_some / async_write_some with any completion token), so
+// asio::async_write and the coroutine code work on it unchanged. Reads and
+// writes may be outstanding at the same time (a splice does that); each waits
+// on the socket for what OpenSSL asks for (readable or writable), so a
+// cancellation of the socket (the watchdog) ends them.
+#include "types.hpp"
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include <memory>
+
+namespace vaultgate::net {
+
+class TlsSocket {
+public:
+    using executor_type = tcp::socket::executor_type;
+    enum class Side { client, server };
+
+    TlsSocket(tcp::socket socket, ssl::context& ctx);
+    TlsSocket(TlsSocket&&) noexcept = default;
+    TlsSocket& operator=(TlsSocket&&) noexcept = default;
+
+    executor_type get_executor() { return socket_.get_executor(); }
+    tcp::socket& next_layer() { return socket_; }
+    SSL* native_handle() { return ssl_.get(); }
+
+    template <class Token>
+    auto async_handshake(ssl::stream_base::handshake_type type, Token&& token) {
+        return asio::async_compose<Token, void(error_code)>(
+            HandshakeOp{this, type == ssl::stream_base::server}, token, socket_);
+    }
+
+    template <class MutableBuffers, class Token>
+    auto async_read_some(const MutableBuffers& buffers, Token&& token) {
+        asio::mutable_buffer first = *asio::buffer_sequence_begin(buffers);
+        return asio::async_compose<Token, void(error_code, std::size_t)>(IoOp<true>{this, first.data(), first.size()},
+                                                                          token, socket_);
+    }
+
+    template <class ConstBuffers, class Token>
+    auto async_write_some(const ConstBuffers& buffers, Token&& token) {
+        asio::const_buffer first = *asio::buffer_sequence_begin(buffers);
+        return asio::async_compose<Token, void(error_code, std::size_t)>(
+            IoOp<false>{this, const_cast<void*>(first.data()), first.size()}, token, socket_);
+    }
+
+private:
+    struct SslDeleter {
+        void operator()(SSL* s) const noexcept { SSL_free(s); }
+    };
+
+    // What an OpenSSL call asked for next.
+    enum class Next { done, wait_read, wait_write, failed };
+    Next classify(int rc, error_code& ec);
+
+    // The first step of an operation runs inside the initiating call; if it
+    // completes there, the completion is posted, as Asio requires.
+    struct HandshakeOp {
+        TlsSocket* self;
+        bool server;
+        bool started = false;
+        template <class Op>
+        void operator()(Op& op, error_code ec = {}) {
+            bool first = !started;
+            started = true;
+            if (ec) return op.complete(ec);
+            ERR_clear_error();
+            int rc = server ? SSL_accept(self->ssl_.get()) : SSL_connect(self->ssl_.get());
+            switch (self->classify(rc, ec)) {
+            case Next::wait_read: return self->socket_.async_wait(tcp::socket::wait_read, std::move(op));
+            case Next::wait_write: return self->socket_.async_wait(tcp::socket::wait_write, std::move(op));
+            default:
+                if (first) return asio::post(self->socket_.get_executor(), asio::append(std::move(op), ec, true));
+                return op.complete(ec);
+            }
+        }
+        template <class Op>
+        void operator()(Op& op, error_code ec, bool /*posted*/) {
+            op.complete(ec);
+        }
+    };
+
+    template <bool Reading>
+    struct IoOp {
+        TlsSocket* self;
+        void* data;
+        std::size_t size;
+        bool started = false;
+        template <class Op>
+        void operator()(Op& op, error_code ec = {}) {
+            bool first = !started;
+            started = true;
+            if (ec) return op.complete(ec, 0);
+            if (size == 0) return finish(op, first, {}, 0);
+            ERR_clear_error();
+            std::size_t n = 0;
+            int rc = Reading ? SSL_read_ex(self->ssl_.get(), data, size, &n)
+                             : SSL_write_ex(self->ssl_.get(), data, size, &n);
+            if (rc == 1) return finish(op, first, {}, n);
+            switch (self->classify(rc, ec)) {
+            case Next::wait_read: return self->socket_.async_wait(tcp::socket::wait_read, std::move(op));
+            case Next::wait_write: return self->socket_.async_wait(tcp::socket::wait_write, std::move(op));
+            default: return finish(op, first, ec, 0);
+            }
+        }
+        template <class Op>
+        void operator()(Op& op, error_code ec, std::size_t n, bool /*posted*/) {
+            op.complete(ec, n);
+        }
+        template <class Op>
+        void finish(Op& op, bool first, error_code ec, std::size_t n) {
+            if (first) return asio::post(self->socket_.get_executor(), asio::append(std::move(op), ec, n, true));
+            op.complete(ec, n);
+        }
+    };
+
+    tcp::socket socket_;
+    std::unique_ptr<SSL, SslDeleter> ssl_;
+};
+
+}  // namespace vaultgate::net
