@@ -237,17 +237,9 @@ awaitable<bool> MitmSession::serve_one() {
     RequestHead req;
     ParseResult parsed;
     HeadTimeouts timeouts{first_request_ ? limits_.header_timeout : limits_.idle_timeout, limits_.header_timeout};
-    const bool was_first = first_request_;
+    if (!first_request_ && client_buf_.empty()) timeouts.first_byte = limits_.header_timeout;  // waited in run()
     first_request_ = false;
     ctx_.watchdog->set_idle(client_buf_.empty());
-    // An idle keep-alive connection waits for readability without a receive
-    // buffer: memory per idle connection stays small.
-    if (!was_first && client_buf_.empty() && SSL_pending(client_.native_handle()) == 0) {
-        ctx_.watchdog->arm(limits_.idle_timeout);
-        auto [wait_ec] = co_await client_.next_layer().async_wait(tcp::socket::wait_read, use_tuple);
-        if (wait_ec) co_return false;
-        timeouts.first_byte = limits_.header_timeout;
-    }
     auto outcome = co_await read_head(client_, client_buf_, req, parse_request_head, head_limits_, *ctx_.watchdog,
                                       timeouts, parsed);
     ctx_.watchdog->set_idle(false);
@@ -378,6 +370,15 @@ awaitable<void> MitmSession::run() {
         while (co_await serve_one() && !rt_.draining.load(std::memory_order_relaxed)) {
             client_buf_.release_if_empty();
             upstream_buf_.release_if_empty();
+            // Between requests the connection waits here, outside serve_one's
+            // large frame and without a receive buffer: an idle keep-alive
+            // connection costs little memory.
+            if (client_buf_.empty() && SSL_pending(client_.native_handle()) == 0) {
+                ctx_.watchdog->set_idle(true);
+                ctx_.watchdog->arm(limits_.idle_timeout);
+                auto [wait_ec] = co_await client_.next_layer().async_wait(tcp::socket::wait_read, use_tuple);
+                if (wait_ec) break;
+            }
         }
         // No close_notify exchange: every response the proxy sends is framed, so
         // the client cannot mistake the close for the end of a body, and waiting

@@ -82,6 +82,7 @@ awaitable<void> handle_connect(ClientContext& ctx, tcp::socket& client, ReadBuff
         if (co_await write_all(client, connection_established, *ctx.watchdog, ctx.rt->config.limits.idle_timeout))
             co_return;
         ctx.watchdog->unwatch(client);  // the TLS stream takes the socket over
+        buf.release_if_empty();
         co_await run_mitm(ctx, std::move(client), std::move(dest));
         co_return;
     }
