@@ -339,6 +339,10 @@ int run_bootstrap(const AdminClient& client, const Options& options, EnvList env
         for (const char* name : {"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO"})
             set_env(env, name, bundle_path.string());
         set_env(env, "NODE_EXTRA_CA_CERTS", ca_path.string());
+        // git sends proxy credentials only after a 407 unless told to send them
+        // at once; with a default session configured there is no 407, and git
+        // would run on the default session instead of this one.
+        set_env(env, "GIT_HTTP_PROXY_AUTHMETHOD", "basic");
     } catch (const std::exception&) {
         if (vault.changed)
             std::fprintf(stderr, "vaultgate bootstrap: vault %s keeps what was stored in it before the failure\n",

@@ -28,6 +28,8 @@ std::optional<tcp::endpoint> original_destination(tcp::socket& socket) {
     int rc = v6 ? ::getsockopt(fd, SOL_IPV6, IP6T_SO_ORIGINAL_DST, &addr, &len)
                 : ::getsockopt(fd, SOL_IP, SO_ORIGINAL_DST, &addr, &len);
     if (rc != 0) return std::nullopt;
+    // The kernel fills in the address but leaves `len` as passed in.
+    len = addr.ss_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
     tcp::endpoint ep;
     if (len > ep.capacity()) return std::nullopt;
     std::memcpy(ep.data(), &addr, len);
