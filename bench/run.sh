@@ -311,11 +311,11 @@ if [ $PROFILE = 1 ]; then
       [ "$sc" = idle ] && continue
       start_vg; one vaultgate "$sc" 0
       echo "  top functions by self time (perf report -i $OUT/perf-$sc.data):"
-      perf report -i "$OUT/perf-$sc.data" --stdio --no-children --sort dso,symbol --percent-limit 1.5 \
-        2>/dev/null | grep -E '^ +[0-9]' | head -n 20 | sed 's/^/    /'
+      perf report -i "$OUT/perf-$sc.data" --stdio --no-children -F overhead,dso,sym --percent-limit 1.5 \
+        2>/dev/null | grep -E '^ +[0-9]' | sed -E 's/[[:space:]]+$//' | cut -c1-150 | head -n 20 | sed 's/^/    /'
       echo "  by library:"
-      perf report -i "$OUT/perf-$sc.data" --stdio --no-children --sort dso --percent-limit 1 \
-        2>/dev/null | grep -E '^ +[0-9]' | head -n 8 | sed 's/^/    /'
+      perf report -i "$OUT/perf-$sc.data" --stdio --no-children -F overhead,dso --percent-limit 1 \
+        2>/dev/null | grep -E '^ +[0-9]' | sed -E 's/[[:space:]]+$//' | head -n 8 | sed 's/^/    /'
     done
     PROFILING=0
   fi

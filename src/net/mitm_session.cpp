@@ -101,6 +101,8 @@ private:
     awaitable<bool> serve_one();
     awaitable<bool> ensure_upstream(const Session& session, bool& reused, ExchangeResult& result);
     void drop_upstream();
+    void park_upstream();
+    awaitable<bool> wait_while_idle();
     awaitable<void> reply(std::string response);
     void log_request(const RequestHead& req, int status, const Binding* binding, std::string_view reason);
 
@@ -363,6 +365,37 @@ ExchangeIo<tls_stream, tls_stream> MitmSession::exchange_io(const Session& sessi
         [this] { drop_upstream(); }, "the bound origin"};
 }
 
+// A healthy upstream connection goes to the thread's pool, for the next
+// request of the same session to the same origin (this connection's included).
+void MitmSession::park_upstream() {
+    if (!upstream_ || !upstream_reusable_ || !upstream_buf_.empty() || rt_.draining.load(std::memory_order_relaxed))
+        return;
+    ctx_.watchdog->unwatch(upstream_->next_layer());
+    this_thread_upstream_pool().give(UpstreamPool::key(ctx_.session_id, dest_.host, dest_.port), std::move(*upstream_));
+    upstream_.reset();
+    upstream_buf_ = ReadBuffer(16384);
+}
+
+// Waits, between requests, for the client's next bytes, outside serve_one's
+// large frame and without a receive buffer. After a short linger the upstream
+// connection is parked in the pool, so an idle client connection does not pin
+// one: many idle sandboxes share a few upstream connections. False when the
+// connection should end (idle timeout, session closed, drain).
+awaitable<bool> MitmSession::wait_while_idle() {
+    constexpr auto upstream_linger = std::chrono::seconds(2);
+    ctx_.watchdog->set_idle(true);
+    bool lingering = upstream_.has_value() && limits_.idle_timeout > upstream_linger;
+    ctx_.watchdog->arm(lingering ? clock::duration(upstream_linger) : clock::duration(limits_.idle_timeout));
+    auto [ec] = co_await client_.next_layer().async_wait(tcp::socket::wait_read, use_tuple);
+    if (!ec) co_return true;
+    if (!lingering || !ctx_.watchdog->expired() || ctx_.watchdog->killed()) co_return false;
+    park_upstream();
+    drop_upstream();  // one the pool would not take is not kept either
+    ctx_.watchdog->arm(limits_.idle_timeout - upstream_linger);
+    auto [ec2] = co_await client_.next_layer().async_wait(tcp::socket::wait_read, use_tuple);
+    co_return !ec2;
+}
+
 awaitable<void> MitmSession::run() {
     ctx_.watchdog->watch(client_.next_layer());
     if (co_await handshake()) {
@@ -373,25 +406,13 @@ awaitable<void> MitmSession::run() {
             // Between requests the connection waits here, outside serve_one's
             // large frame and without a receive buffer: an idle keep-alive
             // connection costs little memory.
-            if (client_buf_.empty() && SSL_pending(client_.native_handle()) == 0) {
-                ctx_.watchdog->set_idle(true);
-                ctx_.watchdog->arm(limits_.idle_timeout);
-                auto [wait_ec] = co_await client_.next_layer().async_wait(tcp::socket::wait_read, use_tuple);
-                if (wait_ec) break;
-            }
+            if (client_buf_.empty() && SSL_pending(client_.native_handle()) == 0 && !co_await wait_while_idle()) break;
         }
         // No close_notify exchange: every response the proxy sends is framed, so
         // the client cannot mistake the close for the end of a body, and waiting
         // for the peer's close_notify would hold the connection open for nothing.
     }
-    // A healthy upstream connection outlives this client connection in the
-    // thread's pool, for the next connection of the same session and origin.
-    if (upstream_ && upstream_reusable_ && upstream_buf_.empty() && !rt_.draining.load(std::memory_order_relaxed)) {
-        ctx_.watchdog->unwatch(upstream_->next_layer());
-        this_thread_upstream_pool().give(UpstreamPool::key(ctx_.session_id, dest_.host, dest_.port),
-                                         std::move(*upstream_));
-        upstream_.reset();
-    }
+    park_upstream();
     drop_upstream();
     ctx_.watchdog->stop();
     error_code ignored;
