@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <malloc.h>
 #include <pthread.h>
 
 namespace vaultgate::cli {
@@ -170,6 +171,9 @@ int serve(const Args& args) {
         int sig = sigtimedwait(&signals, nullptr, &tick);
         if (sig < 0) {
             api->expire_sessions(std::chrono::system_clock::now());
+            // Give memory freed by closed or parked connections back to the
+            // system, so a burst of connections does not leave the RSS high.
+            malloc_trim(0);
             continue;
         }
         if (sig == SIGHUP) {

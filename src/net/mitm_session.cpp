@@ -382,7 +382,7 @@ void MitmSession::park_upstream() {
 // one: many idle sandboxes share a few upstream connections. False when the
 // connection should end (idle timeout, session closed, drain).
 awaitable<bool> MitmSession::wait_while_idle() {
-    constexpr auto upstream_linger = std::chrono::seconds(2);
+    constexpr auto upstream_linger = std::chrono::milliseconds(500);
     ctx_.watchdog->set_idle(true);
     bool lingering = upstream_.has_value() && limits_.idle_timeout > upstream_linger;
     ctx_.watchdog->arm(lingering ? clock::duration(upstream_linger) : clock::duration(limits_.idle_timeout));
