@@ -41,12 +41,13 @@ struct PlainUpstream {
     const EgressPolicy& policy;
     const Authority& dest;
     std::optional<tcp::socket>& upstream;
+    std::optional<tcp::endpoint> required;
 
     awaitable<bool> connect(bool& reused, ExchangeResult& result) {
         reused = upstream.has_value();
         if (upstream) co_return true;
         tcp::socket socket(client.get_executor());
-        auto dialed = co_await dial_checked(*ctx.rt, policy, dest, socket, *ctx.watchdog);
+        auto dialed = co_await dial_checked(*ctx.rt, policy, dest, socket, *ctx.watchdog, required);
         if (dialed.denied != DenyReason::none) {
             result.status = 403;
             result.reason = std::string(deny_reason_name(dialed.denied));
@@ -81,7 +82,8 @@ struct PlainUpstream {
 }  // namespace
 
 awaitable<void> handle_plain_http(ClientContext& ctx, tcp::socket& client, ReadBuffer& buf, RequestHead req,
-                                  std::shared_ptr<const GatewayState> state, clock::time_point start) {
+                                  std::shared_ptr<const GatewayState> state, clock::time_point start,
+                                  std::optional<tcp::endpoint> required) {
     std::string_view authority_text;
     std::string origin_form;
     if (!split_http_url(req.target, authority_text, origin_form)) {
@@ -149,7 +151,7 @@ awaitable<void> handle_plain_http(ClientContext& ctx, tcp::socket& client, ReadB
 
     std::optional<tcp::socket> upstream;
     ReadBuffer upstream_buf(16384);
-    PlainUpstream connector{ctx, client, session->policy, dest, upstream};
+    PlainUpstream connector{ctx, client, session->policy, dest, upstream, required};
     ExchangeIo<tcp::socket, tcp::socket> io{
         client, buf, upstream, upstream_buf, *ctx.watchdog, ctx.rt->config.limits,
         [&connector](bool& reused, ExchangeResult& r) { return connector.connect(reused, r); }, [&connector] { connector.drop(); },

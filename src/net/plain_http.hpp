@@ -6,9 +6,14 @@
 #include "vaultgate/gateway_state.hpp"
 #include "vaultgate/http_message.hpp"
 
+#include <optional>
+
 namespace vaultgate::net {
 
+// `required` (transparent mode): the connection's original destination, the only
+// address the request may go to, and only if the name resolves to it.
 awaitable<void> handle_plain_http(ClientContext& ctx, tcp::socket& client, ReadBuffer& buf, RequestHead req,
-                                  std::shared_ptr<const GatewayState> state, clock::time_point start);
+                                  std::shared_ptr<const GatewayState> state, clock::time_point start,
+                                  std::optional<tcp::endpoint> required = std::nullopt);
 
 }  // namespace vaultgate::net

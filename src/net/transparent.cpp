@@ -6,6 +6,9 @@
 // (only if the SNI name really resolves to it), otherwise a TLS alert.
 #include "connection.hpp"
 #include "dialer.hpp"
+#include "http_io.hpp"
+#include "plain_http.hpp"
+#include "proxy_responses.hpp"
 #include "session_auth.hpp"
 #include "splice.hpp"
 #include "vaultgate/client_hello.hpp"
@@ -101,6 +104,43 @@ awaitable<void> refuse_tls(ClientContext& ctx, tcp::socket& client, DenyReason r
     client.shutdown(tcp::socket::shutdown_send, ignored);
 }
 
+// Plain HTTP redirected to the transparent listener (port 80): the Host header
+// names the destination, the plain-http policy decides, and the request goes
+// only to the original destination, never with a credential.
+awaitable<void> serve_transparent_http(ClientContext& ctx, tcp::socket& client, const tcp::endpoint& original,
+                                       std::shared_ptr<const GatewayState> state, clock::time_point start) {
+    const auto& limits = ctx.rt->config.limits;
+    HeadLimits head_limits;
+    head_limits.max_head_bytes = limits.header_bytes;
+    head_limits.max_header_count = limits.header_count;
+    head_limits.max_request_line = std::min<std::size_t>(limits.header_bytes, 16384);
+    ReadBuffer buf(4096);
+    RequestHead req;
+    ParseResult parsed;
+    auto outcome = co_await read_head(client, buf, req, parse_request_head, head_limits, *ctx.watchdog,
+                                      {limits.header_timeout, limits.header_timeout}, parsed);
+    if (outcome != HeadOutcome::ok) {
+        if (outcome == HeadOutcome::invalid)
+            co_await write_all(client, error_response(parsed.http_status, "bad_request", parsed.reason, true),
+                               *ctx.watchdog, limits.idle_timeout);
+        co_return;
+    }
+    auto host = req.get("host");
+    auto authority = host ? parse_authority(*host, original.port()) : AuthorityResult{};
+    if (req.count("host") != 1 || !authority || req.target.empty() || req.target.front() != '/') {
+        co_await write_all(client,
+                           error_response(400, "bad_request", "a request needs one valid Host and an origin-form target",
+                                          true),
+                           *ctx.watchdog, limits.idle_timeout);
+        co_return;
+    }
+    // From here it is the explicit proxy's absolute-form request.
+    req.target = "http://" + format_authority(*authority.authority) + req.target;
+    ctx.rt->connections.add(ctx.session_id, ctx.watchdog);
+    co_await handle_plain_http(ctx, client, buf, std::move(req), std::move(state), start, original);
+    ctx.rt->connections.remove(ctx.session_id, ctx.watchdog);
+}
+
 }  // namespace
 
 awaitable<void> handle_transparent_client(std::shared_ptr<Runtime> rt, tcp::socket client) {
@@ -119,7 +159,9 @@ awaitable<void> handle_transparent_client(std::shared_ptr<Runtime> rt, tcp::sock
     if (session) ctx.session_id = session->id;
 
     auto hello = co_await peek_client_hello(client, *ctx.watchdog, rt->config.limits.handshake_timeout);
-    if (!session) {
+    if (session && original && hello.status == HelloStatus::not_tls && !is_self_endpoint(*rt, *original)) {
+        co_await serve_transparent_http(ctx, client, *original, state, start);
+    } else if (!session) {
         co_await refuse_tls(ctx, client, DenyReason::session_required, dest, start);
     } else if (!original) {
         co_await refuse_tls(ctx, client, DenyReason::self_connection, dest, start);
