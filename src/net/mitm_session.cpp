@@ -88,9 +88,7 @@ public:
           client_(std::move(client), rt_.client_facing_tls),
           client_buf_(16384),
           upstream_buf_(16384) {
-        head_limits_.max_head_bytes = limits_.header_bytes;
-        head_limits_.max_header_count = limits_.header_count;
-        head_limits_.max_request_line = std::min<std::size_t>(limits_.header_bytes, 16384);
+        head_limits_ = request_head_limits(limits_);
     }
 
     awaitable<void> run();

@@ -154,10 +154,7 @@ awaitable<void> handle_proxy_client(std::shared_ptr<Runtime> rt, tcp::socket cli
     ClientContext ctx = make_client_context(rt, client);
 
     const auto& limits = rt->config.limits;
-    HeadLimits head_limits;
-    head_limits.max_head_bytes = limits.header_bytes;
-    head_limits.max_header_count = limits.header_count;
-    head_limits.max_request_line = std::min<std::size_t>(limits.header_bytes, 16384);
+    const HeadLimits head_limits = request_head_limits(limits);
 
     ReadBuffer buf(4096);
     RequestHead req;

@@ -8,13 +8,25 @@
 #include "vaultgate/ca.hpp"
 #include "vaultgate/config.hpp"
 #include "vaultgate/gateway_state.hpp"
+#include "vaultgate/http_message.hpp"
 #include "vaultgate/metrics.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <vector>
 
 namespace vaultgate::net {
+
+// Request-head limits from the config: the request line is capped at 16 KiB
+// (414) or header_bytes, whichever is smaller.
+inline HeadLimits request_head_limits(const Limits& limits) {
+    HeadLimits h;
+    h.max_head_bytes = limits.header_bytes;
+    h.max_header_count = limits.header_count;
+    h.max_request_line = std::min<std::size_t>(limits.header_bytes, 16384);
+    return h;
+}
 
 struct Runtime {
     Config config;

@@ -110,10 +110,7 @@ awaitable<void> refuse_tls(ClientContext& ctx, tcp::socket& client, DenyReason r
 awaitable<void> serve_transparent_http(ClientContext& ctx, tcp::socket& client, const tcp::endpoint& original,
                                        std::shared_ptr<const GatewayState> state, clock::time_point start) {
     const auto& limits = ctx.rt->config.limits;
-    HeadLimits head_limits;
-    head_limits.max_head_bytes = limits.header_bytes;
-    head_limits.max_header_count = limits.header_count;
-    head_limits.max_request_line = std::min<std::size_t>(limits.header_bytes, 16384);
+    const HeadLimits head_limits = request_head_limits(limits);
     ReadBuffer buf(4096);
     RequestHead req;
     ParseResult parsed;
