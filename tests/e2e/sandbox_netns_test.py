@@ -6,16 +6,17 @@ Three network namespaces, every name carrying a random tag so parallel runs
 never collide, and every address private to them:
 
     <tag>-sbx (sandbox)        <tag>-gw (vaultgate)                 <tag>-up (upstreams)
-    10.231.1.2 ----veth---- 10.231.1.1        10.231.2.1 ----veth---- 10.231.2.10  api.bound.test  (443, 8443)
-    default via 10.231.1.1     proxy       :3128                        10.231.2.11  allowed.test
-    lo + one veth, nothing     transparent :3129                        10.231.2.12  denied.test
-    else                       admin 127.0.0.1:3190                     default via 10.231.2.1
-                               net.ipv4.ip_forward = 0
+    10.231.1.2 ----veth---- 10.231.1.1        10.231.2.1 ----veth---- 10.231.2.10  api.bound.test  (443, 8443, 80)
+    default via 10.231.1.1     proxy       :3128                        10.231.2.11  allowed.test    (443)
+    lo + one veth, nothing     transparent :3129                        10.231.2.12  denied.test     (443, 80)
+    else                       admin 127.0.0.1:3190                     10.231.2.13  plain.test      (80)
+                               net.ipv4.ip_forward = 0                  default via 10.231.2.1
 
-The upstreams are TLS servers (certificates from a test CA made with the
-openssl CLI) that record every TCP connection and every request with its
-headers. vaultgate pins the three names to them with upstream.resolve and
-trusts the test CA with upstream.ca_file. `vaultgate bootstrap` turns a
+The upstreams on 443 and 8443 are TLS servers (certificates from a test CA
+made with the openssl CLI), those on 80 plain HTTP servers; all record every
+TCP connection and every request with its headers. vaultgate pins the four
+names to them with upstream.resolve and trusts the test CA with
+upstream.ca_file. `vaultgate bootstrap` turns a
 Composio-shaped env holding the real key into the sandbox's env, and every
 sandbox client runs with exactly that env (`env -i`, the printed variables and
 PATH). The config's default session (for the transparent listener) holds a
@@ -41,12 +42,24 @@ second real key, so each record shows which session injected. What is shown:
   6. A denied host is refused with 403 from the proxy and never contacted; so
      are its IP literal, the admin API and the proxy itself.
   7. Transparent mode: an nftables redirect in the gateway sends the
-     sandbox's TCP 443 to the transparent listener; a client with no proxy
-     settings still gets the real key injected, an allowed host is tunnelled,
-     a denied one and an unredirected port reach nothing. If the listener does
+     sandbox's TCP 443 (and 80, for step 8) to the transparent listener; a
+     client with no proxy settings still gets the real key injected, an
+     allowed host is tunnelled, a denied one and an unredirected port reach
+     nothing. If the listener does
      not work at all (nothing listens, or the redirected request to the bound
      host fails) the step is SKIPPED with the reason, unless
      --require-transparent is given; its other checks always count.
+  8. Transparent plain HTTP: through the same redirect, with no proxy
+     settings, an http:// request to plain.test (allowed, allow_http is on in
+     the default session's policy) is forwarded in the clear with the
+     client's own header; the bound host over plain HTTP (its port 80 allowed
+     too) is forwarded without injection or refused, and never sees a real
+     key; a host not allowed gets a 403 with X-Vaultgate-Reason and is never
+     contacted, and so is a denied address behind an allowed Host name. If
+     the first request gets no HTTP response at all (closed, reset, or only a
+     TLS alert: a vaultgate whose listener reads only TLS) and went nowhere,
+     the step is SKIPPED with the reason, unless --require-transparent is
+     given.
 
 Exit codes: 0 all shown, 1 a failure (each named), 77 skipped (namespaces
 cannot be created: not root, or `ip netns add` fails). Clean-up (processes,
@@ -81,12 +94,20 @@ SBX_IP = "10.231.1.2"
 GW_SBX_IP = "10.231.1.1"
 GW_UP_IP = "10.231.2.1"
 UP_SUBNET = "10.231.2.0/24"
-UPSTREAMS = {                      # name -> address in the up namespace
+UPSTREAMS = {                      # name -> address in the up namespace (TLS on 443)
     "api.bound.test": "10.231.2.10",
     "allowed.test": "10.231.2.11",
     "denied.test": "10.231.2.12",
 }
 BOUND, ALLOWED, DENIED = "api.bound.test", "allowed.test", "denied.test"
+PLAIN = "plain.test"
+HTTP_PORT = 80
+PLAIN_HTTP = {                     # name -> address of a plain HTTP server on port 80
+    PLAIN: "10.231.2.13",
+    BOUND: UPSTREAMS[BOUND],
+    DENIED: UPSTREAMS[DENIED],
+}
+ADDRESSES = dict(UPSTREAMS, **PLAIN_HTTP)    # every upstream name -> its address
 PROXY_PORT, TRANSPARENT_PORT = 3128, 3129
 ADMIN = "127.0.0.1:3190"
 UNREDIRECTED_PORT = 8443           # api.bound.test also listens here; nothing redirects it
@@ -111,6 +132,13 @@ class Deadline(Exception):
 class Unavailable(Exception):
     """Transparent mode does not work at all (nothing listens, or a redirected
     request to the bound host gets no answer)."""
+    what = "transparent listener not available"
+
+
+class PlainHttpUnavailable(Unavailable):
+    """The transparent listener gives a redirected plain-HTTP request no HTTP
+    response at all (it does not read plain HTTP)."""
+    what = "plain HTTP on the transparent listener not available"
 
 
 def check(condition, message):
@@ -293,11 +321,26 @@ def upstream_main(conf_path):
                 except OSError:
                     pass
 
+    class PlainServer(TLSServer):
+        def finish_request(self, request, client_address):
+            record(self.record_path, {"event": "connect", "server": self.name,
+                                      "port": self.server_address[1], "client": client_address[0]})
+            request.settimeout(20)
+            try:
+                self.RequestHandlerClass(request, client_address, self)
+            except OSError:
+                pass
+
     def remember_sni(sock, name, _ctx):
         sock.e2e_sni = name
 
     servers = []
     for s in conf["servers"]:
+        if not s.get("cert"):
+            srv = PlainServer((s["addr"], s["port"]), Handler)
+            srv.ctx, srv.name, srv.record_path, srv.git_root = None, s["name"], s["record"], None
+            servers.append(srv)
+            continue
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(s["cert"], s["key"])
         ctx.sni_callback = remember_sni
@@ -471,7 +514,7 @@ class SandboxTest:
         run(["ip", "-n", gw, "addr", "add", f"{GW_SBX_IP}/24", "dev", self.if_gw_sbx])
         run(["ip", "-n", gw, "addr", "add", f"{GW_UP_IP}/24", "dev", self.if_gw_up])
         run(["ip", "-n", sbx, "addr", "add", f"{SBX_IP}/24", "dev", self.if_sbx])
-        for addr in UPSTREAMS.values():
+        for addr in sorted(set(ADDRESSES.values())):
             run(["ip", "-n", up, "addr", "add", f"{addr}/24", "dev", self.if_up])
         for ns, ifs in ((sbx, [self.if_sbx]), (gw, [self.if_gw_sbx, self.if_gw_up]), (up, [self.if_up])):
             run(["ip", "-n", ns, "link", "set", "lo", "up"])
@@ -577,22 +620,24 @@ class SandboxTest:
 
     def start_upstreams(self):
         os.mkdir(self.path("records"))
-        self.records = {h: self.path("records", f"{h}.jsonl") for h in UPSTREAMS}
+        self.records = {h: self.path("records", f"{h}.jsonl") for h in ADDRESSES}
         servers = []
         for host, addr in UPSTREAMS.items():
             servers.append({"name": host, "addr": addr, "port": 443, "cert": self.leaf[host]["cert"],
                             "key": self.leaf[host]["key"], "record": self.records[host],
                             "git_root": self.path("git", "repo.git") if host == BOUND and self.git_sha else None})
         servers.append(dict(servers[0], port=UNREDIRECTED_PORT, git_root=None))
+        for host, addr in PLAIN_HTTP.items():
+            servers.append({"name": host, "addr": addr, "port": HTTP_PORT, "record": self.records[host]})
         conf = {"servers": servers, "ready": self.path("upstreams.ready"), "lifetime": 300}
         with open(self.path("upstreams.json"), "w") as f:
             json.dump(conf, f)
         p = self.spawn("up", [PYTHON, os.path.abspath(__file__), "--upstream-server", self.path("upstreams.json")],
                        "upstreams")
-        self.wait_until("upstream TLS servers", lambda: os.path.exists(conf["ready"]), p)
+        self.wait_until("upstream servers", lambda: os.path.exists(conf["ready"]), p)
 
     def write_config(self):
-        resolve = "\n".join(f"    {h}: {a}" for h, a in UPSTREAMS.items())
+        resolve = "\n".join(f"    {h}: {a}" for h, a in ADDRESSES.items())
         config = textwrap.dedent(f"""\
             listen:
               proxy: {GW_SBX_IP}:{PROXY_PORT}
@@ -629,9 +674,13 @@ class SandboxTest:
             egress_policies:
               default:
                 allow_https: true
-                allow_http: false
+                # Plain http:// (step 8, through the transparent listener):
+                # a bare host stands for port 80 there, so plain.test is
+                # allowed on 80, and the bound host on its port 80 too, to
+                # show that plain HTTP never carries an injected key.
+                allow_http: true
                 allow_package_managers: false
-                allowed_domains: [{ALLOWED}]
+                allowed_domains: [{ALLOWED}, {PLAIN}, "{BOUND}:{HTTP_PORT}"]
                 # Empty on purpose: names pinned by upstream.resolve are exempt
                 # from the private-address rule, and covering the upstream subnet
                 # here would let the sandbox CONNECT to denied.test by IP literal.
@@ -723,7 +772,7 @@ class SandboxTest:
             return []
 
     def snapshot(self):
-        return {h: len(self.events(h)) for h in UPSTREAMS}
+        return {h: len(self.events(h)) for h in self.records}
 
     def new_events(self, before, host):
         return self.events(host)[before[host]:]
@@ -987,7 +1036,7 @@ class SandboxTest:
         before = self.snapshot()
         results = self.direct_attempts("step5-direct")
         time.sleep(0.3)
-        seen = {h: self.new_events(before, h) for h in UPSTREAMS}
+        seen = {h: self.new_events(before, h) for h in self.records}
         check(not any(seen.values()), f"an upstream saw a direct connection: {seen}")
         # Control: with forwarding on for a moment, the same direct request gets
         # through (with the placeholder only), so the failure above is the
@@ -1009,7 +1058,7 @@ class SandboxTest:
               "control run: the upstream should have seen the sandbox's address and only the placeholder")
         before = self.snapshot()
         self.direct_attempts("step5-direct-again")
-        seen = {h: self.new_events(before, h) for h in UPSTREAMS}
+        seen = {h: self.new_events(before, h) for h in self.records}
         check(not any(seen.values()), f"an upstream saw a direct connection after forwarding went off: {seen}")
         return ("; ".join(results) + "; upstreams saw no TCP connection. Control with "
                 "ip_forward=1: direct request arrives from 10.231.1.2 with the placeholder only; off again: fails again")
@@ -1045,26 +1094,32 @@ class SandboxTest:
         return ("curl: CONNECT answered 403, X-Vaultgate-Reason domain_not_allowed; raw CONNECT reasons: "
                 + ", ".join(f"{t} -> {r}" for t, r in denials.items()) + "; denied.test saw no connection")
 
+    def install_redirect(self):
+        """The gateway's nftables redirect of the sandbox's TCP 443 and 80 to
+        the transparent listener (once; steps 7 and 8 share it)."""
+        gw = self.ns["gw"]
+        if self.nft_table not in self.state["nft"].get(gw, []):
+            ruleset = textwrap.dedent(f"""\
+                table inet {self.nft_table} {{
+                    chain prerouting {{
+                        type nat hook prerouting priority dstnat; policy accept;
+                        iifname "{self.if_gw_sbx}" tcp dport {{ {HTTP_PORT}, 443 }} redirect to :{TRANSPARENT_PORT}
+                    }}
+                }}
+            """)
+            self.state["nft"].setdefault(gw, []).append(self.nft_table)
+            self.save_state()
+            run(self.in_ns("gw", ["nft", "-f", "-"]), input_text=ruleset)
+            # An explicit route to the upstream subnet (the default route already
+            # covers it); forwarding stays off, so only redirected traffic gets anywhere.
+            run(["ip", "-n", self.ns["sbx"], "route", "replace", UP_SUBNET, "via", GW_SBX_IP])
+        check(not self.forwarding(), "ip_forward is on in the gateway")
+
     def step7_transparent(self):
         if not self.listening(TRANSPARENT_PORT):
             raise Unavailable(f"nothing listens on 0.0.0.0:{TRANSPARENT_PORT} in the gateway namespace although "
                               "listen.transparent is set")
-        gw = self.ns["gw"]
-        ruleset = textwrap.dedent(f"""\
-            table inet {self.nft_table} {{
-                chain prerouting {{
-                    type nat hook prerouting priority dstnat; policy accept;
-                    iifname "{self.if_gw_sbx}" tcp dport 443 redirect to :{TRANSPARENT_PORT}
-                }}
-            }}
-        """)
-        self.state["nft"].setdefault(gw, []).append(self.nft_table)
-        self.save_state()
-        run(self.in_ns("gw", ["nft", "-f", "-"]), input_text=ruleset)
-        # An explicit route to the upstream subnet (the default route already
-        # covers it); forwarding stays off, so only redirected traffic gets anywhere.
-        run(["ip", "-n", self.ns["sbx"], "route", "replace", UP_SUBNET, "via", GW_SBX_IP])
-        check(not self.forwarding(), "ip_forward is on in the gateway")
+        self.install_redirect()
         proxy_ca = self.path("sandbox-env", "ca.pem")
         no_proxy_env = {}     # PATH only: no proxy variables, no placeholder
         details = []
@@ -1082,7 +1137,7 @@ class SandboxTest:
         check(p.returncode != 0, "a direct connection to an unredirected port succeeded")
         check(p_denied.returncode != 0, "transparent denied.test: the request succeeded")
         time.sleep(0.3)
-        seen = {h: self.new_events(before, h) for h in UPSTREAMS}
+        seen = {h: self.new_events(before, h) for h in self.records}
         check(not any(seen.values()), f"an upstream saw the unredirected or the denied connection: {seen}")
         details.append(f"port {UNREDIRECTED_PORT} (not redirected): curl exit {p.returncode}; denied.test: curl exit "
                        f"{p_denied.returncode}; upstreams saw nothing")
@@ -1130,6 +1185,180 @@ class SandboxTest:
                        "logged denied/domain_not_allowed")
         return True, "; ".join(details)
 
+    def plain_get(self, host, label, address=None, headers=()):
+        """curl http://HOST/LABEL-nonce from the sandbox with no proxy settings,
+        HOST resolved to ADDRESS (its own by default). Returns (marker, the
+        curl process, the HTTP status curl saw, response head, response body)."""
+        marker = f"/{label}-{self.nonce}"
+        hdr, body = self.path(f"{label}.headers"), self.path(f"{label}.body")
+        for f in (hdr, body):
+            if os.path.exists(f):
+                os.unlink(f)
+        argv = ["curl", "-sS", "--max-time", "10", "--resolve", f"{host}:{HTTP_PORT}:{address or ADDRESSES[host]}",
+                "-D", hdr, "-o", body, "-w", "%{http_code}"]
+        for h in headers:
+            argv += ["-H", h]
+        p = self.sandbox(argv + [f"http://{host}{marker}"], env={})
+        texts = []
+        for f in (hdr, body):
+            try:
+                with open(f, encoding="utf-8", errors="replace") as fh:
+                    texts.append(fh.read())
+            except FileNotFoundError:
+                texts.append("")
+        return marker, p, p.stdout.strip(), texts[0], texts[1]
+
+    @staticmethod
+    def response_header(head, name):
+        """The last response's header NAME (curl -D keeps every response)."""
+        value = None
+        for line in head.splitlines():
+            if line.startswith("HTTP/"):
+                value = None
+            k, sep, v = line.partition(":")
+            if sep and k.strip().lower() == name.lower():
+                value = v.strip()
+        return value
+
+    def logged(self, marker, wait=3.0):
+        return [e for e in self.access_entries(marker, wait=wait) if e.get("path", "").startswith(marker)]
+
+    def step8_plain_http(self):
+        if not self.listening(TRANSPARENT_PORT):
+            raise PlainHttpUnavailable(f"nothing listens on 0.0.0.0:{TRANSPARENT_PORT} in the gateway namespace")
+        self.install_redirect()
+        placeholder = self.boot_env.get("COMPOSIO_API_KEY") or "vaultgate-placeholder-COMPOSIO_API_KEY"
+        api_key = f"x-api-key: {placeholder}"
+        real_keys = (self.real_key, self.default_key)
+        step_start = self.snapshot()
+        details = []
+
+        # plain.test, allowed: forwarded in the clear with the client's own header.
+        before = self.snapshot()
+        marker, p, code, head, body = self.plain_get(PLAIN, "step8-plain", headers=[api_key])
+        if code in ("", "000"):
+            if p.returncode == 28:
+                raise StepFailed(f"http://{PLAIN}{marker} through the redirect: no answer and no close within 10 s "
+                                 f"(curl exit 28: {p.stderr.strip()})")
+            time.sleep(0.3)
+            seen = [e for e in self.new_events(before, PLAIN) if e["event"] == "request"]
+            check(not any(k in json.dumps(seen) for k in real_keys), f"{PLAIN} received a real key")
+            check(not seen, f"{PLAIN} received the request ({len(seen)} recorded) but the client got no HTTP "
+                            f"response: curl exit {p.returncode}: {p.stderr.strip()}")
+            how = {52: "the connection was closed with no reply", 56: "the connection was reset"}.get(
+                p.returncode, "the reply was not HTTP" if "HTTP/0.9" in p.stderr else "no HTTP reply")
+            raise PlainHttpUnavailable(
+                f"a redirected http:// request to {PLAIN} got no HTTP response: {how} (a listener that reads only "
+                f"TLS answers with a TLS alert and closes); curl exit {p.returncode}: "
+                f"{p.stderr.strip() or 'no message'}; {PLAIN} saw no request")
+        check(code == "200" and p.returncode == 0,
+              f"http://{PLAIN}{marker}: curl exit {p.returncode}, HTTP {code}, "
+              f"X-Vaultgate-Reason {self.response_header(head, 'x-vaultgate-reason')!r}: {p.stderr.strip()} "
+              f"{body[:200]}")
+        check(json.loads(body or "{}").get("server") == PLAIN, f"http://{PLAIN}: body {body[:200]!r}")
+        check(not any(k in head + body for k in real_keys), f"http://{PLAIN}{marker}: the client saw a real key")
+        reqs = self.requests_for(PLAIN, marker, port=HTTP_PORT)
+        check(len(reqs) == 1, f"{PLAIN}:80 recorded {len(reqs)} requests for {marker}, expected 1")
+        r = reqs[0]
+        keys = header_values(r, "x-api-key")
+        check(keys == [placeholder], f"{PLAIN} received x-api-key {[self.mask(k) for k in keys]}, "
+                                     f"expected the client's placeholder untouched")
+        check(r["client"] == GW_UP_IP, f"{PLAIN} was reached from {r['client']}, not from the gateway")
+        hosts = header_values(r, "host")
+        check(hosts in ([PLAIN], [f"{PLAIN}:{HTTP_PORT}"]), f"{PLAIN} received Host {hosts}")
+        check(not header_values(r, "proxy-authorization"), f"{PLAIN} received a Proxy-Authorization header")
+        check(r["path"] == marker, f"{PLAIN} received the path {r['path']!r}, expected {marker!r}")
+        entries = self.logged(marker)
+        check(len(entries) == 1, f"access log: {len(entries)} lines for {marker}, expected 1")
+        e = entries[0]
+        check(e.get("ingress") == "http" and e.get("status") == 200 and e.get("session") == "default"
+              and e.get("host") == PLAIN and e.get("port") == HTTP_PORT and e.get("client") == SBX_IP,
+              f"access log for {marker}: {e}; expected ingress http, status 200, session default, "
+              f"{PLAIN}:{HTTP_PORT}, client {SBX_IP}")
+        connection = self.response_header(head, "connection")
+        details.append(f"http://{PLAIN} (no proxy settings): HTTP 200 from {PLAIN} itself, which got the "
+                       f"client's placeholder untouched, Host {hosts[0]}, from the gateway; access log: http, "
+                       f"session default; response Connection: {connection}")
+
+        # The bound host over plain HTTP: forwarded without injection, or refused.
+        outcomes = []
+        for label, hdrs in (("step8-bound-placeholder", [api_key]), ("step8-bound-noheader", [])):
+            before = self.snapshot()
+            marker, p, code, head, body = self.plain_get(BOUND, label, headers=hdrs)
+            time.sleep(0.2)
+            new = self.new_events(before, BOUND)
+            check(not any(k in json.dumps(new) for k in real_keys),
+                  f"http://{BOUND}{marker}: the bound upstream received a real key")
+            check(not any(k in head + body for k in real_keys), f"http://{BOUND}{marker}: the client saw a real key")
+            check(not [x for x in new if x.get("port") != HTTP_PORT],
+                  f"http://{BOUND}{marker}: something reached the bound host's TLS ports")
+            reqs = self.requests_for(BOUND, marker, port=HTTP_PORT)
+            entries = self.logged(marker)
+            check(len(entries) == 1, f"access log: {len(entries)} lines for {marker}, expected 1")
+            if code == "200":
+                check(len(reqs) == 1, f"http://{BOUND}{marker}: HTTP 200 but {len(reqs)} requests arrived on port 80")
+                keys = header_values(reqs[0], "x-api-key")
+                check(keys == ([placeholder] if hdrs else []),
+                      f"http://{BOUND}{marker}: the upstream got x-api-key {[self.mask(k) for k in keys]}, expected "
+                      f"{'the placeholder' if hdrs else 'none'}")
+                check(reqs[0]["client"] == GW_UP_IP, f"http://{BOUND}{marker}: reached from {reqs[0]['client']}")
+                check(entries[0].get("ingress") == "http" and entries[0].get("session") == "default",
+                      f"access log for {marker}: {entries[0]}, expected ingress http of the default session")
+                outcomes.append(f"{'with the placeholder' if hdrs else 'without x-api-key'}: forwarded, upstream "
+                                f"saw {'the placeholder' if hdrs else 'no x-api-key'}")
+            elif code == "403":
+                reason = self.response_header(head, "x-vaultgate-reason")
+                check(reason, f"http://{BOUND}{marker}: 403 without X-Vaultgate-Reason")
+                check(not reqs, f"http://{BOUND}{marker}: refused, yet the upstream got the request")
+                check(entries[0].get("ingress") == "denied" and entries[0].get("reason") == reason,
+                      f"access log for {marker}: {entries[0]}, expected ingress denied, reason {reason}")
+                outcomes.append(f"{'with the placeholder' if hdrs else 'without x-api-key'}: refused 403 {reason}")
+            else:
+                raise StepFailed(f"http://{BOUND}{marker}: curl exit {p.returncode}, HTTP {code}, expected 200 "
+                                 f"(forwarded without injection) or 403: {p.stderr.strip()}")
+        details.append(f"http://{BOUND} (bound host, port 80 allowed): " + "; ".join(outcomes)
+                       + "; no real key anywhere")
+
+        # A host not allowed over plain HTTP: 403, never contacted.
+        before = self.snapshot()
+        marker, p, code, head, body = self.plain_get(DENIED, "step8-denied", headers=[api_key])
+        reason = self.response_header(head, "x-vaultgate-reason")
+        check(code == "403" and reason == "domain_not_allowed",
+              f"http://{DENIED}{marker}: curl exit {p.returncode}, HTTP {code}, X-Vaultgate-Reason {reason!r}; "
+              "expected 403 domain_not_allowed")
+        entries = self.logged(marker)
+        check(len(entries) == 1 and entries[0].get("ingress") == "denied"
+              and entries[0].get("reason") == "domain_not_allowed" and entries[0].get("session") == "default",
+              f"access log for {marker}: {entries}, expected one denied/domain_not_allowed line of the default session")
+        time.sleep(0.3)
+        seen = self.new_events(before, DENIED)
+        check(not seen, f"{DENIED} saw {len(seen)} events: {seen}")
+        details.append(f"http://{DENIED}: 403, X-Vaultgate-Reason domain_not_allowed, {DENIED} saw nothing")
+
+        # An allowed Host name sent to the denied host's address: the request
+        # goes to the original destination only if the name resolves to it.
+        before = self.snapshot()
+        marker, p, code, head, body = self.plain_get(PLAIN, "step8-mismatch", address=ADDRESSES[DENIED],
+                                                     headers=[api_key])
+        reason = self.response_header(head, "x-vaultgate-reason")
+        check(code == "403" and reason,
+              f"Host {PLAIN} sent to {ADDRESSES[DENIED]}: curl exit {p.returncode}, HTTP {code}, "
+              f"X-Vaultgate-Reason {reason!r}; expected a 403 with a reason")
+        time.sleep(0.3)
+        seen = {h: self.new_events(before, h) for h in self.records}
+        check(not any(seen.values()), f"Host {PLAIN} sent to {ADDRESSES[DENIED]} reached an upstream: {seen}")
+        entries = self.logged(marker)
+        check(len(entries) == 1 and entries[0].get("ingress") == "denied",
+              f"access log for {marker}: {entries}, expected one denied line")
+        details.append(f"Host {PLAIN} sent to {DENIED}'s address: 403 {reason}, no upstream contacted")
+
+        # Nothing that arrived anywhere during the step carried a real key.
+        new = {h: self.new_events(step_start, h) for h in self.records}
+        check(not any(k in json.dumps(new) for k in real_keys), "an upstream received a real key over plain HTTP")
+        check(not any(k in json.dumps(self.logged("/step8-", wait=0)) for k in real_keys),
+              "the access log holds a real key")
+        return True, "; ".join(details)
+
     # ---- driver ----------------------------------------------------------
     def setup(self):
         t0 = time.monotonic()
@@ -1155,7 +1384,7 @@ class SandboxTest:
             status, detail = "FAIL", str(e)
         except Unavailable as e:
             status = "FAIL" if self.require_transparent else "SKIPPED"
-            detail = f"transparent listener not available: {e}"
+            detail = f"{e.what}: {e}"
         except (subprocess.TimeoutExpired, SetupFailed, OSError, ValueError, KeyError) as e:
             status, detail = "FAIL", f"{type(e).__name__}: {e}"
         dt = time.monotonic() - t0
@@ -1172,6 +1401,7 @@ class SandboxTest:
         self.run_step("5 direct connections that ignore the proxy fail", self.step5_direct)
         self.run_step("6 denied host is refused", self.step6_denied)
         self.run_step("7 transparent mode (nftables redirect, no proxy settings)", self.step7_transparent)
+        self.run_step("8 transparent plain http (port 80 redirected, no proxy settings)", self.step8_plain_http)
 
     def dump_logs(self):
         for name in ("vaultgate.err", "vaultgate.out", "access.log", "upstreams.err"):
@@ -1190,7 +1420,8 @@ def main():
     parser.add_argument("--vaultgate", help="the vaultgate binary")
     parser.add_argument("--keep", action="store_true", help="keep the work directory (logs, records)")
     parser.add_argument("--require-transparent", action="store_true",
-                        help="fail (not skip) step 7 when the transparent listener does not work")
+                        help="fail (not skip) steps 7 and 8 when the transparent listener does not work, "
+                             "or does not read plain HTTP")
     parser.add_argument("--upstream-server", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.upstream_server:
