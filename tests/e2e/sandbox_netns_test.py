@@ -1183,6 +1183,26 @@ class SandboxTest:
               f"transparent allowed.test: access log {tunnels}, expected a tunnel line of the default session")
         details.append("allowed.test tunnelled (the test CA alone verifies it), header untouched; denied.test "
                        "logged denied/domain_not_allowed")
+
+        # No SNI (curl sends none for an IP URL) and an IP literal as SNI are
+        # refused with a TLS alert; the upstream behind that address sees nothing.
+        before, log_before = self.snapshot(), len(self.access_lines())
+        ip = UPSTREAMS[BOUND]
+        p_nosni, p_ipsni = self.sandbox_many([
+            ["curl", "-sS", "-k", "--max-time", "10", f"https://{ip}/step7-nosni-{self.nonce}"],
+            ["sh", "-c", f"echo | openssl s_client -connect {ip}:443 -servername {ip} 2>&1"],
+        ], env=no_proxy_env)
+        check(p_nosni.returncode != 0, "transparent: a ClientHello without SNI was not refused")
+        check("BEGIN CERTIFICATE" not in p_ipsni.stdout and "alert access denied" in p_ipsni.stdout,
+              "transparent: an IP literal as SNI was not refused: " + p_ipsni.stdout[:600])
+        time.sleep(0.3)
+        seen = {h: self.new_events(before, h) for h in self.records}
+        check(not any(seen.values()), f"an upstream saw a connection without a usable SNI: {seen}")
+        refused = [e for e in self.access_lines()[log_before:]
+                   if e.get("ingress") == "denied" and e.get("reason") == "no_server_name"]
+        check(len(refused) >= 2, f"transparent: expected two denied/no_server_name log lines, got {refused}")
+        details.append(f"no SNI: curl exit {p_nosni.returncode}; IP literal as SNI: refused; both logged "
+                       "denied/no_server_name, upstream saw nothing")
         return True, "; ".join(details)
 
     def plain_get(self, host, label, address=None, headers=()):
