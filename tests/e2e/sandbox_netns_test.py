@@ -691,11 +691,14 @@ class SandboxTest:
             f.write(config)
         run([self.vaultgate, "check-config", "--config", self.config])
 
-    def admin_curl(self, path):
+    def admin_curl(self, path, method="GET", body=None):
         with open(self.path("admin.token")) as f:
             token = f.read().strip()
-        return run(self.in_ns("gw", ["curl", "-sS", "--max-time", "5", "-H", f"Authorization: Bearer {token}",
-                                     f"http://{ADMIN}{path}"]), check_rc=False)
+        extra = ["-X", method]
+        if body is not None:
+            extra += ["-H", "Content-Type: application/json", "--data", json.dumps(body)]
+        return run(self.in_ns("gw", ["curl", "-sS", "--max-time", "5", "-H", f"Authorization: Bearer {token}"] +
+                              extra + [f"http://{ADMIN}{path}"]), check_rc=False)
 
     def start_vaultgate(self):
         p = self.spawn("gw", [self.vaultgate, "serve", "--config", self.config], "vaultgate")
@@ -1422,6 +1425,35 @@ class SandboxTest:
         self.run_step("6 denied host is refused", self.step6_denied)
         self.run_step("7 transparent mode (nftables redirect, no proxy settings)", self.step7_transparent)
         self.run_step("8 transparent plain http (port 80 redirected, no proxy settings)", self.step8_plain_http)
+        self.run_step("9 transparent mode picks the session by source address", self.step9_transparent_source_session)
+
+    def step9_transparent_source_session(self):
+        """A session pinned to the sandbox's address is the one the transparent
+        listener uses for it; once deleted, the default session applies again."""
+        self.install_redirect()
+        vaults = json.loads(self.admin_curl("/v1/vaults").stdout)["vaults"]
+        vault = [v for v in vaults if v["name"] == f"sandbox-{self.tag}"]
+        check(len(vault) == 1, f"the bootstrap vault sandbox-{self.tag} is not listed")
+        created = self.admin_curl("/v1/sessions", "POST",
+                                  {"vault_ids": [vault[0]["id"]], "source": f"{SBX_IP}/32", "ttl_seconds": 600})
+        session = json.loads(created.stdout)
+        check("id" in session, f"creating a source-pinned session failed: {created.stdout[:200]}")
+        proxy_ca = self.path("sandbox-env", "ca.pem")
+
+        def fetch(label):
+            marker = f"/{label}-{self.nonce}"
+            p = self.sandbox(["curl", "-sS", "--max-time", "15", "--cacert", proxy_ca,
+                              "--resolve", f"{BOUND}:443:{UPSTREAMS[BOUND]}", "-o", "/dev/null", "-w", "%{http_code}",
+                              f"https://{BOUND}{marker}"], env={})
+            check(p.returncode == 0 and p.stdout == "200", f"{label}: curl exit {p.returncode}, HTTP {p.stdout!r}")
+            return marker
+
+        self.expect_injected(fetch("step9-pinned"), session["id"], key=self.real_key)
+        deleted = self.admin_curl(f"/v1/sessions/{session['id']}", "DELETE")
+        check(deleted.returncode == 0, "deleting the pinned session failed")
+        self.expect_injected(fetch("step9-unpinned"), "default", key=self.default_key)
+        return True, ("a session pinned to the sandbox's address was chosen by source (its vault's key injected, "
+                      "logged with its id); after DELETE the default session applied again")
 
     def dump_logs(self):
         for name in ("vaultgate.err", "vaultgate.out", "access.log", "upstreams.err"):
