@@ -1206,6 +1206,20 @@ class SandboxTest:
         check(len(refused) >= 2, f"transparent: expected two denied/no_server_name log lines, got {refused}")
         details.append(f"no SNI: curl exit {p_nosni.returncode}; IP literal as SNI: refused; both logged "
                        "denied/no_server_name, upstream saw nothing")
+
+        # An allowed name sent to another host's address: SNI and destination
+        # disagree, so nothing is tunnelled.
+        before, log_before = self.snapshot(), len(self.access_lines())
+        p = self.sandbox(["curl", "-sS", "--max-time", "10", "--cacert", self.test_ca,
+                          "--resolve", f"{ALLOWED}:443:{UPSTREAMS[DENIED]}",
+                          f"https://{ALLOWED}/step7-mismatch-{self.nonce}"], env=no_proxy_env)
+        check(p.returncode != 0, "transparent: SNI allowed.test sent to denied.test's address was tunnelled")
+        time.sleep(0.3)
+        seen = {h: self.new_events(before, h) for h in self.records}
+        check(not any(seen.values()), f"an upstream saw the mismatched connection: {seen}")
+        mismatch = [e for e in self.access_lines()[log_before:] if e.get("reason") == "destination_mismatch"]
+        check(len(mismatch) == 1, f"transparent: expected one denied/destination_mismatch line, got {mismatch}")
+        details.append("SNI allowed.test to denied.test's address: refused (destination_mismatch), nothing reached")
         return True, "; ".join(details)
 
     def plain_get(self, host, label, address=None, headers=()):
