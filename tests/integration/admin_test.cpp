@@ -18,32 +18,6 @@ constexpr const char* admin_token = "test-admin-token-0123456789abcdef";
 constexpr const char* secret_a = "sk-live-AAAA-1111-first-value";
 constexpr const char* secret_b = "sk-live-BBBB-2222-second-value";
 
-std::string base64(const std::string& in) {
-    static const char* t = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    std::string out;
-    std::size_t i = 0;
-    for (; i + 2 < in.size(); i += 3) {
-        unsigned v = (unsigned char)in[i] << 16 | (unsigned char)in[i + 1] << 8 | (unsigned char)in[i + 2];
-        out += t[v >> 18 & 63];
-        out += t[v >> 12 & 63];
-        out += t[v >> 6 & 63];
-        out += t[v & 63];
-    }
-    if (i + 1 == in.size()) {
-        unsigned v = (unsigned char)in[i] << 16;
-        out += t[v >> 18 & 63];
-        out += t[v >> 12 & 63];
-        out += "==";
-    } else if (i + 2 == in.size()) {
-        unsigned v = (unsigned char)in[i] << 16 | (unsigned char)in[i + 1] << 8;
-        out += t[v >> 18 & 63];
-        out += t[v >> 12 & 63];
-        out += t[v >> 6 & 63];
-        out += '=';
-    }
-    return out;
-}
-
 class AdminTest : public ::testing::Test {
 protected:
     AdminTest()
@@ -116,7 +90,7 @@ protected:
 
     std::string proxy_auth(const json& session) const {
         return "Proxy-Authorization: Basic " +
-               base64(session["id"].get<std::string>() + ":" + session["token"].get<std::string>()) + "\r\n";
+               encode_base64(session["id"].get<std::string>() + ":" + session["token"].get<std::string>()) + "\r\n";
     }
 
     std::unique_ptr<RawClient> open_bound(const json& session) {
@@ -193,7 +167,7 @@ TEST_F(AdminTest, MissingOrWrongProxyAuthorizationGets407) {
     auto vault = make_vault("team-a", secret_a);
     auto session = make_session(vault);
     for (const std::string& header :
-         {std::string(), "Proxy-Authorization: Basic " + base64(session["id"].get<std::string>() + ":nope") + "\r\n",
+         {std::string(), "Proxy-Authorization: Basic " + encode_base64(session["id"].get<std::string>() + ":nope") + "\r\n",
           std::string("Proxy-Authorization: Basic !!!\r\n")}) {
         RawClient c(proc_->proxy_port());
         auto head = c.connect("api.bound.test:" + std::to_string(bound_.port()), header);

@@ -26,6 +26,41 @@ namespace vaultgate::test {
 
 namespace fs = std::filesystem;
 
+std::string encode_base64(const std::string& in) {
+    static const char* t = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string out;
+    std::size_t i = 0;
+    for (; i + 2 < in.size(); i += 3) {
+        unsigned v = static_cast<unsigned char>(in[i]) << 16 | static_cast<unsigned char>(in[i + 1]) << 8 |
+                     static_cast<unsigned char>(in[i + 2]);
+        for (int shift : {18, 12, 6, 0}) out += t[v >> shift & 63];
+    }
+    if (i < in.size()) {
+        unsigned v = static_cast<unsigned char>(in[i]) << 16;
+        if (i + 1 < in.size()) v |= static_cast<unsigned char>(in[i + 1]) << 8;
+        out += t[v >> 18 & 63];
+        out += t[v >> 12 & 63];
+        out += i + 1 < in.size() ? t[v >> 6 & 63] : '=';
+        out += '=';
+    }
+    return out;
+}
+
+std::string encode_url(const std::string& in) {
+    std::string out;
+    for (unsigned char c : in) {
+        if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
+            out += static_cast<char>(c);
+        } else {
+            char buf[4];
+            std::snprintf(buf, sizeof buf, "%%%02X", c);
+            out += buf;
+        }
+    }
+    return out;
+}
+
+
 // ---------------------------------------------------------------- TempDir
 
 TempDir::TempDir() {
@@ -153,40 +188,6 @@ void RecordingUpstream::record_raw(const char* data, std::size_t n) {
 }
 
 namespace {
-
-std::string encode_base64(const std::string& in) {
-    static const char* t = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    std::string out;
-    std::size_t i = 0;
-    for (; i + 2 < in.size(); i += 3) {
-        unsigned v = static_cast<unsigned char>(in[i]) << 16 | static_cast<unsigned char>(in[i + 1]) << 8 |
-                     static_cast<unsigned char>(in[i + 2]);
-        for (int shift : {18, 12, 6, 0}) out += t[v >> shift & 63];
-    }
-    if (i < in.size()) {
-        unsigned v = static_cast<unsigned char>(in[i]) << 16;
-        if (i + 1 < in.size()) v |= static_cast<unsigned char>(in[i + 1]) << 8;
-        out += t[v >> 18 & 63];
-        out += t[v >> 12 & 63];
-        out += i + 1 < in.size() ? t[v >> 6 & 63] : '=';
-        out += '=';
-    }
-    return out;
-}
-
-std::string encode_url(const std::string& in) {
-    std::string out;
-    for (unsigned char c : in) {
-        if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
-            out += static_cast<char>(c);
-        } else {
-            char buf[4];
-            std::snprintf(buf, sizeof buf, "%%%02X", c);
-            out += buf;
-        }
-    }
-    return out;
-}
 
 std::string lower(std::string s) {
     for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

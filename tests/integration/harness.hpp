@@ -234,6 +234,10 @@ CommandResult run_command(const std::vector<std::string>& argv, const std::strin
 // YAML (a `limits:` block body, and further top-level keys).
 std::string serve_config(const TempDir& dir, const TestPki& pki, std::uint16_t bound_port, std::uint16_t other_port,
                          const std::string& limits = "", const std::string& allowed_extra = "");
+// Standard base64 and RFC 3986 percent-encoding, for building what clients send.
+std::string encode_base64(const std::string& in);
+std::string encode_url(const std::string& in);
+
 inline constexpr const char* serve_admin_token = "test-admin-token-0123456789abcdef";
 
 // A port that was free a moment ago (for configs that must name a port up front).
