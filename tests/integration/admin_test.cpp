@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <csignal>
 #include <fstream>
+#include <thread>
 
 namespace vaultgate::test {
 namespace {
@@ -106,6 +108,19 @@ protected:
                "\r\nx-api-key: placeholder\r\n\r\n";
     }
 
+    // An access-log entry is written when the exchange ends, which can be just after
+    // the client has its answer; poll /v1/logs until an entry shows up or time runs out.
+    json wait_for_log_entries(const std::string& query, int timeout_ms = 5000) {
+        auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+        for (;;) {
+            auto r = api("GET", "/v1/logs?" + query);
+            EXPECT_EQ(r.status, 200) << r.body;
+            auto entries = json::parse(r.body)["entries"];
+            if (!entries.empty() || std::chrono::steady_clock::now() >= deadline) return entries;
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+    }
+
     void expect_no_secret_in_any_response() const {
         for (const auto& b : bodies_) {
             EXPECT_EQ(b.find(secret_a), std::string::npos) << b;
@@ -154,9 +169,7 @@ TEST_F(AdminTest, SessionTokenOnTheProxyInjectsTheVaultsSecret) {
     ASSERT_EQ(creds.size(), 1u);
     EXPECT_EQ(creds[0]["version"], 1);
     EXPECT_TRUE(creds[0].contains("fingerprint"));
-    auto logs = api("GET", "/v1/logs?vault=team-a");
-    EXPECT_EQ(logs.status, 200);
-    EXPECT_FALSE(json::parse(logs.body)["entries"].empty());
+    EXPECT_FALSE(wait_for_log_entries("vault=team-a").empty());
     auto metrics = api("GET", "/metrics");
     EXPECT_NE(metrics.body.find("vaultgate_injections_total{vault=\"team-a\""), std::string::npos) << metrics.body;
     expect_no_secret_in_any_response();
