@@ -3,12 +3,13 @@
 // sizes and outcomes only; there is no field for a header value, a query string
 // or a body, so none can be logged.
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
-#include <cstdio>
-#include <deque>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace vaultgate {
@@ -35,25 +36,56 @@ struct AccessLogEntry {
 };
 
 std::string to_json_line(const AccessLogEntry& e);  // without the trailing newline
+void append_json_line(std::string& out, const AccessLogEntry& e);  // the same, appended to `out`
 
 // Writes lines to stdout or a file (appending), and keeps the last `ring_size`
 // entries for the admin API. Thread-safe.
+//
+// Lines are written in batches, like nginx's `access_log ... flush=`: a worker
+// only appends to a buffer in memory, and a background thread writes the buffer
+// at most `flush_interval` after its first line (sooner once it holds 64 KiB).
+// A request therefore never waits for the log's disk or pipe. If the sink falls
+// so far behind that `max_pending_bytes` are waiting, further lines are dropped,
+// counted, and reported on the diagnostic log, rather than stalling traffic.
 class AccessLog {
 public:
-    explicit AccessLog(const std::string& destination, std::size_t ring_size = 10000);
-    ~AccessLog();
+    static constexpr std::chrono::milliseconds default_flush_interval{100};
+    static constexpr std::size_t default_max_pending_bytes = 8u << 20;
+
+    explicit AccessLog(const std::string& destination, std::size_t ring_size = 10000,
+                       std::chrono::milliseconds flush_interval = default_flush_interval,
+                       std::size_t max_pending_bytes = default_max_pending_bytes);
+    ~AccessLog();  // writes every pending line
     AccessLog(const AccessLog&) = delete;
     AccessLog& operator=(const AccessLog&) = delete;
 
     void write(const AccessLogEntry& e);
+    void flush();  // writes the pending lines now
     std::vector<AccessLogEntry> recent(std::size_t limit) const;
+    std::uint64_t dropped_lines() const;
 
 private:
-    std::FILE* out_ = nullptr;
-    bool owns_ = false;
+    void run_flusher(std::stop_token stop);
+
+    int fd_ = -1;
+    bool owns_fd_ = false;
     std::size_t ring_size_;
-    mutable std::mutex mutex_;
-    std::deque<AccessLogEntry> ring_;
+    std::chrono::milliseconds flush_interval_;
+    std::size_t max_pending_bytes_;
+
+    mutable std::mutex mutex_;  // pending_, ring_, dropped_
+    std::condition_variable_any wake_flusher_;
+    std::string pending_;
+    std::uint64_t dropped_ = 0;
+    std::uint64_t dropped_reported_ = 0;
+    // A circular buffer: slots are assigned over, so their strings keep their
+    // capacity and a full ring takes no allocation per entry.
+    std::vector<AccessLogEntry> ring_;
+    std::size_t ring_next_ = 0;
+
+    std::mutex write_mutex_;  // one batch on the wire at a time, in order
+    std::string writing_;     // the batch being written; keeps its capacity
+    std::jthread flusher_;    // last: started after everything it uses
 };
 
 }  // namespace vaultgate

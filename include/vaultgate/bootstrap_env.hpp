@@ -124,9 +124,4 @@ std::string shell_single_quote(std::string_view text);
 // check before anything is printed.
 std::vector<std::string> leaked_secrets(std::string_view text, const std::vector<SecretVar>& secrets);
 
-// Appends `text` as a JSON string literal. For request bodies that carry a
-// secret: the caller reserves the capacity first, so no reallocation leaves a
-// stray copy in freed memory, and wipes the result after sending.
-void append_json_string(std::string& out, std::string_view text);
-
 }  // namespace vaultgate

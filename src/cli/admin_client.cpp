@@ -1,6 +1,7 @@
 #include "admin_client.hpp"
 
 #include "vaultgate/bootstrap_env.hpp"
+#include "vaultgate/json_text.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -563,6 +564,9 @@ std::string read_file_wiping(const std::string& path, std::string_view what) {
 }
 
 std::string credential_body(std::string_view name, const Secret& value) {
+    // JSON carries text only; replacing bytes would silently change the secret.
+    if (!is_valid_utf8(value.reveal()))
+        throw UsageError("the credential value is not valid UTF-8 text, which the admin API (JSON) cannot carry");
     std::string body;
     // Worst case: every byte escaped as \u00XX, plus the fixed text.
     body.reserve(32 + 6 * (name.size() + value.size()));

@@ -1,12 +1,14 @@
 // The request log: one JSON object per line, keys in the order SPEC.md shows.
 #include "vaultgate/access_log.hpp"
 
-#include <nlohmann/json.hpp>
+#include "vaultgate/diag_log.hpp"
+#include "vaultgate/json_text.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -18,8 +20,9 @@ namespace vaultgate {
 
 namespace {
 
-// "2026-11-29T19:00:00.123Z": UTC, millisecond precision.
-std::string format_timestamp(std::chrono::system_clock::time_point tp) {
+// "2026-11-29T19:00:00.123Z": UTC, millisecond precision. Returns a view of
+// `buf`.
+std::string_view format_timestamp(std::chrono::system_clock::time_point tp, char (&buf)[64]) {
     using namespace std::chrono;
     const auto ms_since_epoch = floor<milliseconds>(tp.time_since_epoch()).count();
     // floor, not truncation, so that instants before 1970 still get 0-999 ms.
@@ -31,10 +34,9 @@ std::string format_timestamp(std::chrono::system_clock::time_point tp) {
     }
     std::tm tm{};
     gmtime_r(&secs, &tm);
-    char buf[64];
     std::size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-    std::snprintf(buf + n, sizeof buf - n, ".%03dZ", static_cast<int>(millis));
-    return buf;
+    int m = std::snprintf(buf + n, sizeof buf - n, ".%03dZ", static_cast<int>(millis));
+    return std::string_view(buf, n + static_cast<std::size_t>(std::max(m, 0)));
 }
 
 double round_tenth(double ms) { return std::round(ms * 10.0) / 10.0; }
@@ -57,69 +59,168 @@ void AccessLogEntry::set_path(std::string_view target) {
     path.assign(target.substr(0, target.find_first_of("?#")));
 }
 
-std::string to_json_line(const AccessLogEntry& e) {
-    nlohmann::ordered_json j;
-    j["ts"] = format_timestamp(e.ts);
-    j["session"] = e.session;
-    if (!e.vault.empty()) j["vault"] = e.vault;
-    if (!e.service.empty()) j["service"] = e.service;
-    j["ingress"] = e.ingress;
-    j["method"] = e.method.empty() ? std::string("CONNECT") : e.method;
-    j["host"] = e.host;
-    j["port"] = e.port;
-    j["path"] = e.path;
-    j["status"] = e.status;
-    j["bytes_up"] = e.bytes_up;
-    j["bytes_down"] = e.bytes_down;
-    j["ms"] = round_tenth(e.ms);
-    if (!e.reason.empty()) j["reason"] = e.reason;
-    if (!e.client.empty()) j["client"] = e.client;
-    // Host and path come from the sandbox and may hold invalid UTF-8; the
-    // default handler would throw on the data path, so replace instead.
-    return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+void append_json_line(std::string& out, const AccessLogEntry& e) {
+    // Written by hand, not through a JSON library: this runs once per request
+    // on the I/O threads, and the key order is fixed by SPEC.md anyway.
+    const auto key = [&out](std::string_view name) {
+        if (out.back() != '{') out.push_back(',');
+        out.push_back('"');
+        out.append(name);
+        out.append("\":");
+    };
+    const auto text = [&](std::string_view name, std::string_view value) {
+        key(name);
+        append_json_string(out, value);
+    };
+    const auto number = [&](std::string_view name, auto value) {
+        key(name);
+        char buf[32];
+        auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
+        out.append(buf, end);
+    };
+    out.push_back('{');
+    char ts[64];
+    text("ts", format_timestamp(e.ts, ts));
+    text("session", e.session);
+    if (!e.vault.empty()) text("vault", e.vault);
+    if (!e.service.empty()) text("service", e.service);
+    text("ingress", e.ingress);
+    text("method", e.method.empty() ? std::string_view("CONNECT") : std::string_view(e.method));
+    text("host", e.host);
+    number("port", e.port);
+    text("path", e.path);
+    number("status", e.status);
+    number("bytes_up", e.bytes_up);
+    number("bytes_down", e.bytes_down);
+    key("ms");
+    char ms[32];
+    int n = std::snprintf(ms, sizeof ms, "%.1f", round_tenth(std::isfinite(e.ms) ? e.ms : 0.0));
+    out.append(ms, static_cast<std::size_t>(std::max(n, 0)));
+    if (!e.reason.empty()) text("reason", e.reason);
+    if (!e.client.empty()) text("client", e.client);
+    out.push_back('}');
 }
 
-AccessLog::AccessLog(const std::string& destination, std::size_t ring_size) : ring_size_(ring_size) {
+std::string to_json_line(const AccessLogEntry& e) {
+    std::string out;
+    out.reserve(320);
+    append_json_line(out, e);
+    return out;
+}
+
+namespace {
+
+constexpr std::size_t flush_batch_bytes = 64 * 1024;
+
+// Writes all of `data`, retrying short writes and interruptions. A failing
+// sink must not fail requests; the caller learns only whether it worked.
+bool write_fully(int fd, std::string_view data) {
+    while (!data.empty()) {
+        ssize_t n = ::write(fd, data.data(), data.size());
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return false;
+        data.remove_prefix(static_cast<std::size_t>(n));
+    }
+    return true;
+}
+
+}  // namespace
+
+AccessLog::AccessLog(const std::string& destination, std::size_t ring_size, std::chrono::milliseconds flush_interval,
+                     std::size_t max_pending_bytes)
+    : ring_size_(ring_size), flush_interval_(flush_interval), max_pending_bytes_(max_pending_bytes) {
     if (destination == "stdout") {
-        out_ = stdout;
-        return;
+        fd_ = STDOUT_FILENO;
+    } else {
+        // The log names hosts and sessions; not for every local user to read.
+        fd_ = ::open(destination.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+        if (fd_ < 0) throw std::runtime_error("cannot open access log " + destination + ": " + std::strerror(errno));
+        owns_fd_ = true;
     }
-    // The log names hosts and sessions; not for every local user to read.
-    int fd = ::open(destination.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
-    if (fd < 0) throw std::runtime_error("cannot open access log " + destination + ": " + std::strerror(errno));
-    out_ = ::fdopen(fd, "a");
-    if (!out_) {
-        int err = errno;
-        ::close(fd);
-        throw std::runtime_error("cannot open access log " + destination + ": " + std::strerror(err));
-    }
-    owns_ = true;
+    pending_.reserve(flush_batch_bytes * 2);
+    flusher_ = std::jthread([this](std::stop_token stop) { run_flusher(std::move(stop)); });
 }
 
 AccessLog::~AccessLog() {
-    if (owns_) std::fclose(out_);
+    flusher_.request_stop();
+    if (flusher_.joinable()) flusher_.join();
+    flush();
+    if (owns_fd_) ::close(fd_);
 }
 
 void AccessLog::write(const AccessLogEntry& e) {
-    // Formatting and copying happen before the lock; only the I/O is serialised.
-    std::string line = to_json_line(e);
+    // Formatted before the lock, into this thread's buffer, which keeps its capacity.
+    thread_local std::string line;
+    line.clear();
+    append_json_line(line, e);
     line.push_back('\n');
-    AccessLogEntry copy = e;
 
+    bool wake = false;
+    {
+        std::lock_guard lock(mutex_);
+        if (pending_.size() + line.size() > max_pending_bytes_) {
+            ++dropped_;
+        } else {
+            // Wake the flusher for the first line of a batch (it then waits
+            // flush_interval) and when a batch is full (it writes at once).
+            wake = pending_.empty() ||
+                   (pending_.size() < flush_batch_bytes && pending_.size() + line.size() >= flush_batch_bytes);
+            pending_.append(line);
+        }
+        if (ring_size_ > 0) {
+            if (ring_.size() < ring_size_) {
+                ring_.push_back(e);
+            } else {
+                ring_[ring_next_] = e;
+                ring_next_ = (ring_next_ + 1) % ring_size_;
+            }
+        }
+    }
+    if (wake) wake_flusher_.notify_one();
+}
+
+void AccessLog::run_flusher(std::stop_token stop) {
+    std::unique_lock lock(mutex_);
+    while (!stop.stop_requested()) {
+        if (!wake_flusher_.wait(lock, stop, [this] { return !pending_.empty(); })) break;
+        // Let the batch gather, unless it is already large.
+        wake_flusher_.wait_for(lock, stop, flush_interval_, [this] { return pending_.size() >= flush_batch_bytes; });
+        lock.unlock();
+        flush();
+        lock.lock();
+    }
+}
+
+void AccessLog::flush() {
+    std::lock_guard write_lock(write_mutex_);
+    std::uint64_t newly_dropped = 0;
+    {
+        std::lock_guard lock(mutex_);
+        writing_.swap(pending_);
+        newly_dropped = dropped_ - dropped_reported_;
+        dropped_reported_ = dropped_;
+    }
+    if (!writing_.empty()) write_fully(fd_, writing_);
+    writing_.clear();
+    if (newly_dropped > 0)
+        log_warn("access log: " + std::to_string(newly_dropped) +
+                 " lines dropped because the log destination is not keeping up");
+}
+
+std::uint64_t AccessLog::dropped_lines() const {
     std::lock_guard lock(mutex_);
-    // A failing log sink must not fail the request; there is nowhere better to
-    // report it from here, so write errors are ignored.
-    std::fwrite(line.data(), 1, line.size(), out_);
-    std::fflush(out_);
-    if (ring_size_ == 0) return;
-    ring_.push_back(std::move(copy));
-    while (ring_.size() > ring_size_) ring_.pop_front();
+    return dropped_;
 }
 
 std::vector<AccessLogEntry> AccessLog::recent(std::size_t limit) const {
     std::lock_guard lock(mutex_);
     const std::size_t n = std::min(limit, ring_.size());
-    return std::vector<AccessLogEntry>(ring_.end() - static_cast<std::ptrdiff_t>(n), ring_.end());
+    std::vector<AccessLogEntry> out;
+    out.reserve(n);
+    // Oldest first: when the ring is full, the oldest entry is at ring_next_.
+    const std::size_t oldest = ring_.size() < ring_size_ ? 0 : ring_next_;
+    for (std::size_t i = ring_.size() - n; i < ring_.size(); ++i) out.push_back(ring_[(oldest + i) % ring_.size()]);
+    return out;
 }
 
 }  // namespace vaultgate

@@ -351,28 +351,4 @@ std::vector<std::string> leaked_secrets(std::string_view text, const std::vector
     return leaked;
 }
 
-void append_json_string(std::string& out, std::string_view text) {
-    static constexpr char hex[] = "0123456789abcdef";
-    out += '"';
-    for (char ch : text) {
-        auto c = static_cast<unsigned char>(ch);
-        switch (c) {
-            case '"': out += "\\\""; break;
-            case '\\': out += "\\\\"; break;
-            case '\n': out += "\\n"; break;
-            case '\r': out += "\\r"; break;
-            case '\t': out += "\\t"; break;
-            default:
-                if (c < 0x20) {
-                    out += "\\u00";
-                    out += hex[c >> 4];
-                    out += hex[c & 0xf];
-                } else {
-                    out += ch;
-                }
-        }
-    }
-    out += '"';
-}
-
 }  // namespace vaultgate

@@ -6,9 +6,10 @@ namespace vaultgate {
 
 namespace {
 
-std::string status_class(int status) {
-    if (status <= 0) return "none";
-    return std::to_string(status / 100) + "xx";
+// Index into status_classes_: 0 = no response, 1..5 = 1xx..5xx.
+std::size_t status_class_index(int status) {
+    if (status < 100 || status > 599) return 0;
+    return static_cast<std::size_t>(status / 100);
 }
 
 // Label values are names from config or the API; escape what the format requires.
@@ -34,18 +35,30 @@ void line(std::string& out, std::string_view text) {
 }  // namespace
 
 void Metrics::request(std::string_view ingress, int status) {
+    const std::size_t cls = status_class_index(status);
+    for (std::size_t i = 0; i < known_ingresses_.size(); ++i) {
+        if (known_ingresses_[i] == ingress) {
+            requests_[i][cls].fetch_add(1, std::memory_order_relaxed);
+            return;
+        }
+    }
     std::lock_guard lock(mutex_);
-    ++requests_[{std::string(ingress), status_class(status)}];
+    ++other_requests_[{std::string(ingress), std::string(status_classes_[cls])}];
 }
 
 void Metrics::injection(std::string_view vault, std::string_view service) {
+    const std::pair<std::string_view, std::string_view> key(vault, service);
     std::lock_guard lock(mutex_);
-    ++injections_[{std::string(vault), std::string(service)}];
+    auto it = injections_.find(key);
+    if (it == injections_.end()) it = injections_.emplace(std::pair(std::string(vault), std::string(service)), 0).first;
+    ++it->second;
 }
 
 void Metrics::denial(std::string_view reason) {
     std::lock_guard lock(mutex_);
-    ++denials_[std::string(reason)];
+    auto it = denials_.find(reason);
+    if (it == denials_.end()) it = denials_.emplace(std::string(reason), 0).first;
+    ++it->second;
 }
 
 void Metrics::upstream_latency(std::chrono::duration<double> seconds) {
@@ -81,7 +94,16 @@ std::string Metrics::render(std::uint64_t cert_cache_hits, std::uint64_t cert_ca
         std::lock_guard lock(mutex_);
         line(out, "# HELP vaultgate_requests_total Requests and tunnels by ingress and status class.");
         line(out, "# TYPE vaultgate_requests_total counter");
-        for (const auto& [k, v] : requests_)
+        for (std::size_t i = 0; i < known_ingresses_.size(); ++i) {
+            for (std::size_t cls = 0; cls < status_classes_.size(); ++cls) {
+                const std::uint64_t v = requests_[i][cls].load(std::memory_order_relaxed);
+                // Like a map of the series seen so far: a series appears once it has counted.
+                if (v == 0) continue;
+                line(out, "vaultgate_requests_total{ingress=\"" + std::string(known_ingresses_[i]) + "\",status=\"" +
+                              std::string(status_classes_[cls]) + "\"} " + std::to_string(v));
+            }
+        }
+        for (const auto& [k, v] : other_requests_)
             line(out, "vaultgate_requests_total{ingress=\"" + escape_label(k.first) + "\",status=\"" + k.second +
                           "\"} " + std::to_string(v));
         line(out, "# HELP vaultgate_injections_total Credentials injected, by vault and service.");

@@ -19,6 +19,8 @@
 namespace vaultgate::net {
 
 // Sends payload pieces to a stream, re-framed as chunks when `chunked`.
+// A head set in `head` goes out with the first piece, in the same write: one
+// TLS record and one system call instead of two for a small response.
 template <class Stream>
 struct BodyWriter {
     Stream* stream;
@@ -26,12 +28,33 @@ struct BodyWriter {
     clock::duration timeout;
     bool chunked;
     std::string frame;
+    std::string head;  // not sent yet
 
     awaitable<error_code> operator()(std::string_view payload) {
         if (payload.empty()) co_return error_code{};
-        if (!chunked) co_return co_await write_all(*stream, payload, *watchdog, timeout);
+        if (!chunked && head.empty()) co_return co_await write_all(*stream, payload, *watchdog, timeout);
         frame.clear();
-        append_chunk(frame, payload);
+        frame.swap(head);
+        if (chunked) append_chunk(frame, payload);
+        else frame.append(payload);
+        co_return co_await write_all(*stream, frame, *watchdog, timeout);
+    }
+
+    // Sends the head now, if it is still due.
+    awaitable<error_code> send_head() {
+        frame.clear();
+        frame.swap(head);
+        if (frame.empty()) co_return error_code{};
+        co_return co_await write_all(*stream, frame, *watchdog, timeout);
+    }
+
+    // Sends what is still due at the end of the body: the head, if no body
+    // piece carried it, and the last chunk of a chunked body.
+    awaitable<error_code> finish() {
+        frame.clear();
+        frame.swap(head);
+        if (chunked) frame.append(last_chunk);
+        if (frame.empty()) co_return error_code{};
         co_return co_await write_all(*stream, frame, *watchdog, timeout);
     }
 };
@@ -317,13 +340,19 @@ awaitable<void> relay_response(ExchangeIo<Client, Upstream>& io, const ExchangeR
     else if (rechunk) out.headers.push_back({"Transfer-Encoding", "chunked"});
     if (close_after) out.headers.push_back({"Connection", "close"});
     result.status = resp.status;
-    if (co_await write_all(io.client, serialize_response_head(out), io.watchdog, io.limits.idle_timeout)) {
+
+    BodyWriter<Client> to_client{&io.client, &io.watchdog, io.limits.idle_timeout, rechunk, {}, serialize_response_head(out)};
+    // The head waits for the body only when body bytes are already here (or
+    // there is no body): a stream (SSE) whose first event comes later must not
+    // keep its head from the client meanwhile. Nor may redaction, which holds
+    // back the first bytes of a body.
+    const bool body_is_here = !io.upstream_buf.empty() || rf.kind == BodyKind::none ||
+                              (rf.kind == BodyKind::content_length && rf.length == 0);
+    if ((!body_is_here || req.redactor) && co_await to_client.send_head()) {
         io.drop_upstream();
         result.reason = "client_gone";
         co_return;
     }
-
-    BodyWriter<Client> to_client{&io.client, &io.watchdog, io.limits.idle_timeout, rechunk, {}};
     BodyResult body;
     if (req.redactor) {
         RedactingWriter<Client> redacting{&to_client, req.redactor, {}};
@@ -333,15 +362,11 @@ awaitable<void> relay_response(ExchangeIo<Client, Upstream>& io, const ExchangeR
         body = co_await read_response_body(io, rf, std::ref(to_client));
     }
     result.bytes_down = body.bytes;
+    if (body.outcome == BodyOutcome::ok && co_await to_client.finish()) body.outcome = BodyOutcome::sink_error;
     if (body.outcome != BodyOutcome::ok) {
-        // The client has a partial response; closing is the only honest signal left.
+        // The client has a partial response (or none); closing is the only honest signal left.
         io.drop_upstream();
-        result.reason = "response_truncated";
-        co_return;
-    }
-    if (rechunk && co_await write_all(io.client, last_chunk, io.watchdog, io.limits.idle_timeout)) {
-        io.drop_upstream();
-        result.reason = "client_gone";
+        result.reason = body.outcome == BodyOutcome::sink_error ? "client_gone" : "response_truncated";
         co_return;
     }
     if (upstream_close) io.drop_upstream();

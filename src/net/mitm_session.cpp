@@ -404,7 +404,7 @@ awaitable<void> MitmSession::run() {
             // Between requests the connection waits here, outside serve_one's
             // large frame and without a receive buffer: an idle keep-alive
             // connection costs little memory.
-            if (client_buf_.empty() && SSL_pending(client_.native_handle()) == 0 && !co_await wait_while_idle()) break;
+            if (client_buf_.empty() && !SSL_has_pending(client_.native_handle()) && !co_await wait_while_idle()) break;
         }
         // No close_notify exchange: every response the proxy sends is framed, so
         // the client cannot mistake the close for the end of a body, and waiting

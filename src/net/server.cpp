@@ -38,7 +38,7 @@ public:
           limiter_(config.limits.max_connections, config.limits.max_connections_per_client) {
         auto& rt = *runtime_;
         rt.config = config;
-        rt.state.store(std::move(state));
+        rt.publish(std::move(state));
         rt.ca = CertificateAuthority::load(config.ca_cert, config.ca_key);
         rt.leaves = std::make_unique<LeafCache>(*rt.ca);
         configure_client_facing_context(rt.client_facing_tls);
@@ -152,7 +152,7 @@ public:
     std::uint16_t proxy_port() const override { return proxy_acceptor_ ? proxy_acceptor_->local_endpoint().port() : 0; }
 
     void replace_state(std::shared_ptr<const GatewayState> state) override {
-        runtime_->state.store(std::move(state), std::memory_order_release);
+        runtime_->publish(std::move(state));
     }
     std::shared_ptr<const GatewayState> state() const override { return runtime_->snapshot(); }
     AccessLog& access_log() override { return *runtime_->log; }

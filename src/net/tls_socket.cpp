@@ -14,6 +14,10 @@ TlsSocket::TlsSocket(tcp::socket socket, ssl::context& ctx)
     // own position), and partial writes let async_write make progress.
     SSL_set_mode(ssl_.get(), SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
                                  SSL_MODE_RELEASE_BUFFERS);
+    // Read as much as the socket has into OpenSSL's buffer: one read() per
+    // batch of records instead of two per record (header, then body). Code
+    // that waits on the raw socket must then ask SSL_has_pending() first.
+    SSL_set_read_ahead(ssl_.get(), 1);
 }
 
 TlsSocket::Next TlsSocket::classify(int rc, error_code& ec) {

@@ -16,7 +16,7 @@ std::string UpstreamPool::key(const std::string& session, const std::string& hos
 bool UpstreamPool::usable(tls_stream& stream) {
     // An idle connection has nothing to read: readable means the origin closed
     // it (or sent something unasked), and either way it cannot be reused.
-    if (SSL_pending(stream.native_handle()) > 0) return false;
+    if (SSL_has_pending(stream.native_handle())) return false;
     char probe;
     ssize_t n = ::recv(stream.next_layer().native_handle(), &probe, 1, MSG_PEEK | MSG_DONTWAIT);
     return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);

@@ -289,6 +289,10 @@ TEST_F(AdminTest, CliManagesVaultsWithSecretsFromStdinOnly) {
     // A value on the command line is refused: argv is visible to every process.
     auto argv_value = cli({"vault", "add-credential", id, "OTHER", "--value", secret_b});
     EXPECT_NE(argv_value.exit_code, 0);
+    // Bytes that are not UTF-8 cannot travel in JSON; the value is refused, never altered.
+    auto binary_value = cli({"vault", "add-credential", id, "BINARY"}, "sk-\xff\xfe-bytes\n");
+    EXPECT_NE(binary_value.exit_code, 0);
+    EXPECT_NE(binary_value.err.find("UTF-8"), std::string::npos) << binary_value.err;
     auto service = cli({"vault", "add-service", id, "--host", "api.bound.test", "--port", std::to_string(bound_.port()),
                         "--auth", "api-key", "--key", "KEY"});
     EXPECT_EQ(service.exit_code, 0) << service.err;

@@ -287,6 +287,21 @@ TEST_F(MitmTest, KeepAliveServesSeveralRequestsOnOneUpstreamConnection) {
     EXPECT_EQ(bound_.connections(), 1u);
 }
 
+TEST_F(MitmTest, RequestsPipelinedInSeparateTlsRecordsAreAllAnswered) {
+    // Two TLS records sent back to back usually arrive in one read; the second
+    // then waits in the TLS layer's buffer, not in the socket, and must still
+    // be served rather than left until the idle timeout.
+    auto c = open_bound();
+    c->write(get("/echo", "x-api-key: placeholder\r\n"));
+    c->write(get("/echo", "x-api-key: placeholder\r\n"));
+    for (int i = 0; i < 2; ++i) {
+        auto r = c->read_response(3000);
+        ASSERT_TRUE(r) << i;
+        EXPECT_EQ(r->status, 200);
+    }
+    EXPECT_EQ(bound_.requests().size(), 2u);
+}
+
 TEST_F(MitmTest, NextConnectionOfTheSameSessionReusesTheUpstreamConnection) {
     // One I/O thread, so both client connections share its pool.
     proxy_ = std::make_unique<ProxyUnderTest>(base_config(dir_, pki_, bound_.port(), other_.port()), 1);

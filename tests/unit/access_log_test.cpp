@@ -177,6 +177,46 @@ TEST(AccessLogTest, FileSinkAppendsLines) {
     fs::remove_all(fs::path(path).parent_path());
 }
 
+TEST(AccessLogTest, LineMatchesWhatAJsonLibraryWouldWrite) {
+    auto e = spec_entry();
+    e.host = "h\"o\\st\n\x01";
+    e.reason = "private_address";
+    e.client = "127.0.0.1";
+    e.ms = 1234;
+    const auto j = nlohmann::ordered_json::parse(to_json_line(e));
+    EXPECT_EQ(j["host"], e.host);
+    EXPECT_EQ(j["ms"].get<double>(), 1234.0);
+    EXPECT_EQ(j["bytes_down"], 2048);
+    EXPECT_EQ(j.dump(), to_json_line(e));
+}
+
+TEST(AccessLogTest, ALineReachesTheFileWithinTheFlushIntervalWithoutAnotherWrite) {
+    const auto path = temp_path("batched.log");
+    AccessLog log(path, 10, std::chrono::milliseconds(20));
+    log.write(spec_entry());
+    // No further write and no flush() call: the background flush must deliver it.
+    auto deadline = steady_clock::now() + seconds(5);
+    while (read_lines(path).empty() && steady_clock::now() < deadline) std::this_thread::sleep_for(milliseconds(5));
+    auto lines = read_lines(path);
+    ASSERT_EQ(lines.size(), 1u);
+    EXPECT_EQ(lines[0], to_json_line(spec_entry()));
+    fs::remove_all(fs::path(path).parent_path());
+}
+
+TEST(AccessLogTest, ASinkThatFallsBehindDropsAndCountsLinesInsteadOfGrowing) {
+    const auto path = temp_path("capped.log");
+    const auto one_line = to_json_line(spec_entry()).size() + 1;
+    {
+        // Room for two lines, and a flush interval long enough that none is written meanwhile.
+        AccessLog log(path, 10, std::chrono::hours(1), one_line * 2);
+        for (int i = 0; i < 5; ++i) log.write(spec_entry());
+        EXPECT_EQ(log.dropped_lines(), 3u);
+        EXPECT_EQ(log.recent(10).size(), 5u);  // the admin API still sees them all
+    }
+    EXPECT_EQ(read_lines(path).size(), 2u);
+    fs::remove_all(fs::path(path).parent_path());
+}
+
 TEST(AccessLogTest, NewFileIsNotWorldReadable) {
     const auto path = temp_path("fresh.log");
     { AccessLog log(path); }

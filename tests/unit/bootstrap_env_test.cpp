@@ -353,27 +353,5 @@ TEST(BootstrapEnv, LeakCheckFindsValues) {
     EXPECT_TRUE(leaked_secrets("x=abc12\n", secrets).empty());
 }
 
-TEST(BootstrapEnv, JsonStringLiterals) {
-    struct Case {
-        std::string text;
-        std::string literal;
-    };
-    const std::vector<Case> cases = {
-        {"", "\"\""},
-        {"sk-abc", "\"sk-abc\""},
-        {"q\"b\\", "\"q\\\"b\\\\\""},
-        {"a\nb\rc\td", "\"a\\nb\\rc\\td\""},
-        {std::string("\x01\x1f\0", 3), "\"\\u0001\\u001f\\u0000\""},
-        {"\xe2\x82\xac/", "\"\xe2\x82\xac/\""},
-    };
-    for (const auto& c : cases) {
-        std::string out = "prefix:";
-        append_json_string(out, c.text);
-        EXPECT_EQ(out, "prefix:" + c.literal);
-        // And a JSON parser reads the same bytes back.
-        EXPECT_EQ(nlohmann::json::parse(c.literal).get<std::string>(), c.text);
-    }
-}
-
 }  // namespace
 }  // namespace vaultgate
