@@ -144,6 +144,20 @@ void sign(X509* x, EVP_PKEY* key) {
     if (X509_sign(x, key, signing_digest(key)) <= 0) fail("cannot sign the certificate");
 }
 
+// The same certificate, parsed back from its DER. A certificate built in
+// memory is encoded afresh every time it is sent (each handshake); a parsed one
+// keeps its encoding, so handshakes only copy it.
+X509Ptr reparsed(X509* cert) {
+    unsigned char* der = nullptr;
+    const int len = i2d_X509(cert, &der);
+    if (len <= 0) fail("cannot encode the certificate");
+    const unsigned char* p = der;
+    X509Ptr parsed(d2i_X509(nullptr, &p, len));
+    OPENSSL_free(der);
+    if (!parsed) fail("cannot parse the certificate just made");
+    return parsed;
+}
+
 std::chrono::system_clock::time_point to_time_point(const ASN1_TIME* t) {
     std::tm tm{};
     if (!ASN1_TIME_to_tm(t, &tm)) fail("cannot read a certificate time");
@@ -378,7 +392,7 @@ std::shared_ptr<const LeafCertificate> CertificateAuthority::mint(std::string_vi
     sign(cert.get(), key_.get());
 
     auto leaf = std::make_shared<LeafCertificate>();
-    leaf->cert = std::move(cert);
+    leaf->cert = reparsed(cert.get());
     leaf->key = leaf_key_;
     leaf->not_after = not_after;
     return leaf;
