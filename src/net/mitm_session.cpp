@@ -382,6 +382,7 @@ void MitmSession::park_upstream() {
 awaitable<bool> MitmSession::wait_while_idle() {
     constexpr auto upstream_linger = std::chrono::milliseconds(500);
     ctx_.watchdog->set_idle(true);
+    client_.release_buffers();
     bool lingering = upstream_.has_value() && limits_.idle_timeout > upstream_linger;
     ctx_.watchdog->arm(lingering ? clock::duration(upstream_linger) : clock::duration(limits_.idle_timeout));
     auto [ec] = co_await client_.next_layer().async_wait(tcp::socket::wait_read, use_tuple);

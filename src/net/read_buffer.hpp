@@ -2,8 +2,14 @@
 // A connection's receive buffer: bytes read but not yet consumed. Heads are
 // parsed in place; what follows a head (body bytes, a pipelined request) stays
 // here for the next step.
+//
+// Storage is a plain array, not a std::string: making room for a read must not
+// zero-fill it (a string's resize would, once per read), and the array is kept
+// between reads so that streaming a body allocates nothing per read.
+#include <algorithm>
 #include <cstddef>
-#include <string>
+#include <cstring>
+#include <memory>
 #include <string_view>
 
 namespace vaultgate::net {
@@ -12,43 +18,50 @@ class ReadBuffer {
 public:
     explicit ReadBuffer(std::size_t read_size = 16384) : read_size_(read_size) {}
 
-    std::string_view view() const { return std::string_view(data_).substr(start_); }
-    std::size_t size() const { return data_.size() - start_; }
-    bool empty() const { return size() == 0; }
+    std::string_view view() const { return std::string_view(data_.get() + start_, end_ - start_); }
+    std::size_t size() const { return end_ - start_; }
+    bool empty() const { return start_ == end_; }
 
     void consume(std::size_t n) {
         start_ += n;
-        if (start_ == data_.size()) {
-            data_.clear();
-            start_ = 0;
-        }
+        if (start_ == end_) start_ = end_ = 0;
     }
 
-    // Space for the next read: returns a writable region at the end.
+    // Space for the next read: returns a writable region of `len` bytes at the end.
     char* prepare(std::size_t& len) {
-        if (start_ > 0 && start_ * 2 >= data_.size()) {
-            data_.erase(0, start_);
+        if (capacity_ - end_ < read_size_) {
+            if (start_ > 0 && capacity_ - size() >= read_size_) {
+                // Room enough once the consumed prefix is gone.
+                std::memmove(data_.get(), data_.get() + start_, size());
+            } else {
+                // Grow: what is unconsumed plus a full read.
+                std::size_t wanted = std::max(capacity_ * 2, size() + read_size_);
+                auto bigger = std::make_unique_for_overwrite<char[]>(wanted);
+                if (size() > 0) std::memcpy(bigger.get(), data_.get() + start_, size());
+                data_ = std::move(bigger);
+                capacity_ = wanted;
+            }
+            end_ -= start_;
             start_ = 0;
         }
-        old_size_ = data_.size();
-        data_.resize(old_size_ + read_size_);
-        len = read_size_;
-        return data_.data() + old_size_;
+        len = capacity_ - end_;
+        return data_.get() + end_;
     }
-    void commit(std::size_t n) { data_.resize(old_size_ + n); }
+    void commit(std::size_t n) { end_ += n; }
 
     // Returns memory to the allocator while a connection idles.
     void release_if_empty() {
         if (empty()) {
-            std::string().swap(data_);
-            start_ = 0;
+            data_.reset();
+            capacity_ = start_ = end_ = 0;
         }
     }
 
 private:
-    std::string data_;
+    std::unique_ptr<char[]> data_;
+    std::size_t capacity_ = 0;
     std::size_t start_ = 0;
-    std::size_t old_size_ = 0;
+    std::size_t end_ = 0;
     std::size_t read_size_;
 };
 

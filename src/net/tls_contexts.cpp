@@ -25,12 +25,20 @@ int select_http11(SSL*, const unsigned char** out, unsigned char* outlen, const 
     return SSL_TLSEXT_ERR_NOACK;
 }
 
+// Record buffers are freed whenever a connection idles (release_buffers), so
+// only busy connections hold this.
+constexpr std::size_t record_read_buffer_bytes = 64 * 1024;
+
 }  // namespace
 
 void configure_upstream_context(ssl::context& ctx, const std::string& ca_file) {
     SSL_CTX* native = ctx.native_handle();
     SSL_CTX_set_min_proto_version(native, TLS1_2_VERSION);
-    SSL_CTX_set_mode(native, SSL_MODE_RELEASE_BUFFERS);
+    // With read-ahead (see TlsSocket), one read() takes up to this much: four
+    // full records of a streamed download instead of one.
+    SSL_CTX_set_default_read_buffer_len(native, record_read_buffer_bytes);
+    // As on the client side: cheaper per byte and per handshake, when the origin allows it.
+    SSL_CTX_set_ciphersuites(native, "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256");
     ctx.set_verify_mode(ssl::verify_peer);
     error_code ec;
     if (ca_file == "system") {
@@ -50,7 +58,8 @@ void configure_client_facing_context(ssl::context& ctx) {
     SSL_CTX_set_min_proto_version(native, TLS1_2_VERSION);
     // The leaf alone is sent: it is signed by the CA the client trusts, so
     // there is no chain to build, and building one per handshake is costly.
-    SSL_CTX_set_mode(native, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_NO_AUTO_CHAIN);
+    SSL_CTX_set_mode(native, SSL_MODE_NO_AUTO_CHAIN);
+    SSL_CTX_set_default_read_buffer_len(native, record_read_buffer_bytes);
     SSL_CTX_set_options(native, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
     SSL_CTX_set_alpn_select_cb(native, select_http11, nullptr);
     SSL_CTX_set_session_cache_mode(native, SSL_SESS_CACHE_SERVER);

@@ -12,8 +12,7 @@ TlsSocket::TlsSocket(tcp::socket socket, ssl::context& ctx)
     SSL_set_fd(ssl_.get(), static_cast<int>(socket_.native_handle()));
     // A retried write may come from a buffer that moved (async_write keeps its
     // own position), and partial writes let async_write make progress.
-    SSL_set_mode(ssl_.get(), SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
-                                 SSL_MODE_RELEASE_BUFFERS);
+    SSL_set_mode(ssl_.get(), SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
     // Read as much as the socket has into OpenSSL's buffer: one read() per
     // batch of records instead of two per record (header, then body). Code
     // that waits on the raw socket must then ask SSL_has_pending() first.

@@ -1,9 +1,11 @@
 #pragma once
 // TLS over a non-blocking TCP socket, with OpenSSL reading and writing the
 // descriptor itself. Asio's ssl::stream puts a BIO pair and two record-sized
-// buffers in between (about 70 KiB per stream, and a copy each way); here an
-// idle connection holds only OpenSSL's state, which SSL_MODE_RELEASE_BUFFERS
-// keeps small, and bytes are copied once. The operations follow Asio's stream
+// buffers in between (about 70 KiB per stream, and a copy each way); here
+// bytes are copied once, and an idle connection holds only OpenSSL's state:
+// its owner calls release_buffers() before it waits for a peer that is quiet.
+// (SSL_MODE_RELEASE_BUFFERS would do that after every record, at the price of
+// an allocation and a free per record on busy connections.) The operations follow Asio's stream
 // concepts (async_read_some / async_write_some with any completion token), so
 // asio::async_write and the coroutine code work on it unchanged. Reads and
 // writes may be outstanding at the same time (a splice does that); each waits
@@ -31,6 +33,10 @@ public:
     tcp::socket& next_layer() { return socket_; }
     SSL* native_handle() { return ssl_.get(); }
 
+    // Frees OpenSSL's record buffers unless they hold data; they come back on
+    // the next read or write. For connections about to idle.
+    void release_buffers() { SSL_free_buffers(ssl_.get()); }
+
     template <class Token>
     auto async_handshake(ssl::stream_base::handshake_type type, Token&& token) {
         return asio::async_compose<Token, void(error_code)>(
@@ -56,6 +62,13 @@ private:
         void operator()(SSL* s) const noexcept { SSL_free(s); }
     };
 
+    // SSL_get_error needs an empty error queue before the call it explains.
+    // Peeking first is cheaper than clearing an already empty queue, which is
+    // the usual case (classify() empties it after every failure).
+    static void clear_stale_errors() {
+        if (ERR_peek_error() != 0) ERR_clear_error();
+    }
+
     // What an OpenSSL call asked for next.
     enum class Next { done, wait_read, wait_write, failed };
     Next classify(int rc, error_code& ec);
@@ -71,7 +84,7 @@ private:
             bool first = !started;
             started = true;
             if (ec) return op.complete(ec);
-            ERR_clear_error();
+            clear_stale_errors();
             int rc = server ? SSL_accept(self->ssl_.get()) : SSL_connect(self->ssl_.get());
             switch (self->classify(rc, ec)) {
             case Next::wait_read: return self->socket_.async_wait(tcp::socket::wait_read, std::move(op));
@@ -99,7 +112,7 @@ private:
             started = true;
             if (ec) return op.complete(ec, 0);
             if (size == 0) return finish(op, first, {}, 0);
-            ERR_clear_error();
+            clear_stale_errors();
             std::size_t n = 0;
             int rc = Reading ? SSL_read_ex(self->ssl_.get(), data, size, &n)
                              : SSL_write_ex(self->ssl_.get(), data, size, &n);

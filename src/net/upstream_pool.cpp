@@ -54,6 +54,7 @@ void UpstreamPool::give(const std::string& key, tls_stream stream) {
     evict_expired();
     auto& list = idle_[key];
     if (list.size() >= max_per_key || total_ >= max_total) return;  // closed as it goes out of scope
+    stream.release_buffers();
     list.push_back(Idle{std::move(stream), clock::now()});
     ++total_;
 }
