@@ -100,6 +100,7 @@ private:
     awaitable<bool> ensure_upstream(const Session& session, bool& reused, ExchangeResult& result);
     void drop_upstream();
     void park_upstream();
+    void shed_idle_memory();
     awaitable<bool> wait_while_idle();
     awaitable<void> reply(std::string response);
     void log_request(const RequestHead& req, int status, const Binding* binding, std::string_view reason);
@@ -374,25 +375,39 @@ void MitmSession::park_upstream() {
     upstream_buf_ = ReadBuffer(16384);
 }
 
-// Waits, between requests, for the client's next bytes, outside serve_one's
-// large frame and without a receive buffer. After a short linger the upstream
-// connection is parked in the pool, so an idle client connection does not pin
-// one: many idle sandboxes share a few upstream connections. False when the
-// connection should end (idle timeout, session closed, drain).
-awaitable<bool> MitmSession::wait_while_idle() {
-    constexpr auto upstream_linger = std::chrono::milliseconds(500);
-    ctx_.watchdog->set_idle(true);
-    client_.release_buffers();
-    bool lingering = upstream_.has_value() && limits_.idle_timeout > upstream_linger;
-    ctx_.watchdog->arm(lingering ? clock::duration(upstream_linger) : clock::duration(limits_.idle_timeout));
-    auto [ec] = co_await client_.next_layer().async_wait(tcp::socket::wait_read, use_tuple);
-    if (!ec) co_return true;
-    if (!lingering || !ctx_.watchdog->expired() || ctx_.watchdog->killed()) co_return false;
+// What an idle connection can give back: OpenSSL's record buffers, both
+// receive buffers, and the upstream connection, which goes to the pool, so an
+// idle client connection does not pin one: many idle sandboxes share a few
+// upstream connections.
+void MitmSession::shed_idle_memory() {
     park_upstream();
     drop_upstream();  // one the pool would not take is not kept either
-    ctx_.watchdog->arm(limits_.idle_timeout - upstream_linger);
-    auto [ec2] = co_await client_.next_layer().async_wait(tcp::socket::wait_read, use_tuple);
-    co_return !ec2;
+    client_.release_buffers();
+    client_buf_.release_if_empty();
+    upstream_buf_.release_if_empty();
+}
+
+// Waits, between requests, for the client's next bytes (outside serve_one's
+// large frame). A client that comes back within a short linger finds its
+// buffers and upstream connection as it left them, so a busy keep-alive
+// connection allocates nothing per request; after the linger the connection
+// sheds what it can. False when the connection should end (idle timeout,
+// session closed, drain).
+awaitable<bool> MitmSession::wait_while_idle() {
+    constexpr clock::duration linger = std::chrono::milliseconds(500);
+    ctx_.watchdog->set_idle(true);
+    clock::duration left = limits_.idle_timeout;
+    if (left > linger) {
+        ctx_.watchdog->arm(linger);
+        auto [ec] = co_await client_.next_layer().async_wait(tcp::socket::wait_read, use_tuple);
+        if (!ec) co_return true;
+        if (!ctx_.watchdog->expired() || ctx_.watchdog->killed()) co_return false;
+        left -= linger;
+    }
+    shed_idle_memory();
+    ctx_.watchdog->arm(left);
+    auto [ec] = co_await client_.next_layer().async_wait(tcp::socket::wait_read, use_tuple);
+    co_return !ec;
 }
 
 awaitable<void> MitmSession::run() {
@@ -400,11 +415,8 @@ awaitable<void> MitmSession::run() {
     if (co_await handshake()) {
         // A drain ends keep-alive connections after the request in flight.
         while (co_await serve_one() && !rt_.draining.load(std::memory_order_relaxed)) {
-            client_buf_.release_if_empty();
-            upstream_buf_.release_if_empty();
             // Between requests the connection waits here, outside serve_one's
-            // large frame and without a receive buffer: an idle keep-alive
-            // connection costs little memory.
+            // large frame: an idle keep-alive connection costs little memory.
             if (client_buf_.empty() && !SSL_has_pending(client_.native_handle()) && !co_await wait_while_idle()) break;
         }
         // No close_notify exchange: every response the proxy sends is framed, so
