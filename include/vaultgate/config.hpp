@@ -66,7 +66,14 @@ struct Limits {
     std::chrono::milliseconds drain_timeout{15000};
     std::chrono::milliseconds connect_timeout{10000};    // upstream TCP + TLS
     std::chrono::milliseconds response_timeout{60000};   // upstream response head
+    std::size_t worker_threads = 0;                      // 0 = auto, see auto_worker_threads()
 };
+
+// The I/O thread count for worker_threads = 0: one per core, less one (at least
+// one). vaultgate runs beside the workloads it serves (a sidecar, a compose
+// gateway), and on a loaded host an I/O thread that competes with them for the
+// last core gets preempted mid-request, which costs more than the thread adds.
+unsigned auto_worker_threads(unsigned cores);
 
 struct Config {
     std::string source_path;  // the file it came from, for reloads and messages

@@ -66,7 +66,7 @@ struct AdminReply {
 };
 
 struct ServerOptions {
-    unsigned threads = 0;     // 0 -> one per core
+    unsigned threads = 0;     // 0 -> limits.worker_threads
     // Serves listen.admin when set. Runs on the admin listener's own thread, so
     // a slow store write never stalls proxy traffic.
     std::function<AdminReply(const AdminCall&)> admin_handler;

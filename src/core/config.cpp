@@ -447,7 +447,8 @@ private:
         const auto f = section(
             e, path,
             {"max_connections", "max_connections_per_client", "header_bytes", "header_count", "handshake_timeout",
-             "header_timeout", "idle_timeout", "drain_timeout", "connect_timeout", "response_timeout"});
+             "header_timeout", "idle_timeout", "drain_timeout", "connect_timeout", "response_timeout",
+             "worker_threads"});
         constexpr auto any = std::numeric_limits<std::uint64_t>::max();
         auto count = [&](std::string_view key, std::size_t& out) {
             if (auto* p = find(f, key)) out = static_cast<std::size_t>(uint_value(*p, child(path, key), 1, any));
@@ -465,6 +466,8 @@ private:
         duration("drain_timeout", limits.drain_timeout);
         duration("connect_timeout", limits.connect_timeout);
         duration("response_timeout", limits.response_timeout);
+        if (auto* p = find(f, "worker_threads"))
+            limits.worker_threads = static_cast<std::size_t>(uint_value(*p, child(path, "worker_threads"), 0, 256));
     }
 
     // { env: NAME } or { file: PATH }. The value is never shown: a scalar here is
@@ -836,5 +839,7 @@ Config load_config_file(const std::string& path) {
     if (in.bad()) throw ConfigError(path + ": cannot read config file: " + std::strerror(errno));
     return parse_config(text, path);
 }
+
+unsigned auto_worker_threads(unsigned cores) { return cores > 1 ? cores - 1 : 1; }
 
 }  // namespace vaultgate

@@ -47,7 +47,11 @@ public:
 
         resolver_ = std::make_unique<ResolverPool>(8);
         rt.resolver = resolver_.get();
-        unsigned threads = options_.threads ? options_.threads : std::max(1u, std::thread::hardware_concurrency());
+        // A test's explicit count first, then the config's, then one per core less one.
+        unsigned threads = options_.threads ? options_.threads
+                           : config.limits.worker_threads
+                               ? static_cast<unsigned>(config.limits.worker_threads)
+                               : auto_worker_threads(std::thread::hardware_concurrency());
         for (unsigned i = 0; i < threads; ++i) {
             contexts_.push_back(std::make_unique<asio::io_context>(1));
             guards_.emplace_back(asio::make_work_guard(*contexts_.back()));

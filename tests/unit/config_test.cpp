@@ -286,6 +286,7 @@ TEST(ConfigTest, EmptyFileGivesDefaults) {
         EXPECT_EQ(c.limits.drain_timeout, 15s);
         EXPECT_EQ(c.limits.connect_timeout, 10s);
         EXPECT_EQ(c.limits.response_timeout, 60s);
+        EXPECT_EQ(c.limits.worker_threads, 0u);
         // No sessions, vaults or policies unless written down: then every
         // request needs Proxy-Authorization.
         EXPECT_TRUE(c.vaults.empty());
@@ -319,6 +320,25 @@ upstream:
     ASSERT_EQ(c.upstream_resolve.size(), 2u);
     EXPECT_EQ(c.upstream_resolve.at("api.example.com"), "192.0.2.10");
     EXPECT_EQ(c.upstream_resolve.at("v6.example.com"), "2001:db8::1");
+}
+
+TEST(ConfigTest, WorkerThreadsAreAutoOrACountUpTo256) {
+    EXPECT_EQ(parse_config("limits:\n  worker_threads: 3\n", "w.yaml").limits.worker_threads, 3u);
+    EXPECT_EQ(parse_config("limits:\n  worker_threads: 0\n", "w.yaml").limits.worker_threads, 0u);
+    for (const char* bad : {"limits:\n  worker_threads: 257\n", "limits:\n  worker_threads: -1\n",
+                            "limits:\n  worker_threads: many\n"}) {
+        try {
+            parse_config(bad, "w.yaml");
+            FAIL() << bad;
+        } catch (const ConfigError& e) {
+            EXPECT_NE(std::string(e.what()).find("limits.worker_threads"), std::string::npos) << e.what();
+        }
+    }
+    // Auto: a core is left to the workloads beside the gateway, never fewer than one thread.
+    EXPECT_EQ(auto_worker_threads(0), 1u);
+    EXPECT_EQ(auto_worker_threads(1), 1u);
+    EXPECT_EQ(auto_worker_threads(2), 1u);
+    EXPECT_EQ(auto_worker_threads(8), 7u);
 }
 
 TEST(ConfigTest, ListenAddresses) {
