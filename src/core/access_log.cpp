@@ -32,11 +32,25 @@ std::string_view format_timestamp(std::chrono::system_clock::time_point tp, char
         millis += 1000;
         --secs;
     }
-    std::tm tm{};
-    gmtime_r(&secs, &tm);
-    std::size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-    int m = std::snprintf(buf + n, sizeof buf - n, ".%03dZ", static_cast<int>(millis));
-    return std::string_view(buf, n + static_cast<std::size_t>(std::max(m, 0)));
+    // The date and time of day change once a second; every line of that second
+    // reuses this thread's last formatting of them.
+    thread_local std::time_t cached_secs = -1;
+    thread_local char cached[32];
+    thread_local std::size_t cached_len = 0;
+    if (secs != cached_secs) {
+        std::tm tm{};
+        gmtime_r(&secs, &tm);
+        cached_len = std::strftime(cached, sizeof cached, "%Y-%m-%dT%H:%M:%S", &tm);
+        cached_secs = secs;
+    }
+    std::memcpy(buf, cached, cached_len);
+    char* p = buf + cached_len;
+    *p++ = '.';
+    *p++ = static_cast<char>('0' + millis / 100);
+    *p++ = static_cast<char>('0' + millis / 10 % 10);
+    *p++ = static_cast<char>('0' + millis % 10);
+    *p++ = 'Z';
+    return std::string_view(buf, static_cast<std::size_t>(p - buf));
 }
 
 double round_tenth(double ms) { return std::round(ms * 10.0) / 10.0; }
@@ -93,9 +107,12 @@ void append_json_line(std::string& out, const AccessLogEntry& e) {
     number("bytes_up", e.bytes_up);
     number("bytes_down", e.bytes_down);
     key("ms");
-    char ms[32];
-    int n = std::snprintf(ms, sizeof ms, "%.1f", round_tenth(std::isfinite(e.ms) ? e.ms : 0.0));
-    out.append(ms, static_cast<std::size_t>(std::max(n, 0)));
+    char ms[64];
+    auto [ms_end, ms_ec] =
+        std::to_chars(ms, ms + sizeof ms, round_tenth(std::isfinite(e.ms) ? e.ms : 0.0), std::chars_format::fixed, 1);
+    // Only an absurd value (over 60 digits) fails to fit; the line stays valid JSON.
+    if (ms_ec == std::errc()) out.append(ms, ms_end);
+    else out.append("0.0");
     if (!e.reason.empty()) text("reason", e.reason);
     if (!e.client.empty()) text("client", e.client);
     out.push_back('}');

@@ -298,7 +298,6 @@ awaitable<bool> MitmSession::serve_one() {
     // Re-serialise from parsed fields: only end-to-end headers pass.
     auto tokens = connection_tokens(req.headers);
     ExchangeRequest exchange;
-    exchange.client_head = &req;
     exchange.framing = *framing.framing;
     const bool redact = binding && binding->service->config.redact_response;
     // A spliced WebSocket cannot be scanned, so redacted services get no upgrade.
@@ -313,13 +312,19 @@ awaitable<bool> MitmSession::serve_one() {
         exchange.redactor = &*redactor;
     }
     exchange.client_close = wants_close(req.headers, req.version_minor);
-    RequestHead client_head = req;  // req stays intact for the log line
-    auto outgoing = build_outgoing_head(std::move(client_head), target.origin_form,
+    // The outgoing head takes the client's headers over; the log line and the
+    // response framing need only these fields of the request.
+    RequestHead summary;
+    summary.method = req.method;
+    summary.target = req.target;
+    summary.version_minor = req.version_minor;
+    exchange.client_head = &summary;
+    auto outgoing = build_outgoing_head(std::move(req), target.origin_form,
                                         format_authority(dest_, dest_.port != 443), exchange.framing,
                                         exchange.websocket, redact);
     if (outgoing.bad_expect) {
         co_await reply(error_response(417, "expectation_failed", "only 100-continue is supported", true));
-        log_request(req, 417, nullptr, "expectation_failed");
+        log_request(summary, 417, nullptr, "expectation_failed");
         co_return false;
     }
     exchange.expect_continue = outgoing.expect_continue;
@@ -337,7 +342,7 @@ awaitable<bool> MitmSession::serve_one() {
             for (auto& h : up.headers) wipe_string(h.value);
             co_await reply(error_response(502, "credential_unusable",
                                           "the vault's credential cannot be sent in an HTTP header", true));
-            log_request(req, 502, &*binding, "credential_unusable");
+            log_request(summary, 502, &*binding, "credential_unusable");
             co_return false;
         }
     }
@@ -353,7 +358,7 @@ awaitable<bool> MitmSession::serve_one() {
     bytes_down_ = result.bytes_down;
     upstream_reusable_ = upstream_.has_value() && result.keep_upstream;
     if (result.upstream_seconds > 0) rt_.metrics.upstream_latency(std::chrono::duration<double>(result.upstream_seconds));
-    log_request(req, result.status, binding ? &*binding : nullptr, result.reason);
+    log_request(summary, result.status, binding ? &*binding : nullptr, result.reason);
     co_return result.keep_client;
 }
 

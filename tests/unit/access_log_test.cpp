@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <stdexcept>
 #include <thread>
 
@@ -113,6 +114,26 @@ TEST(AccessLogTest, MillisecondsAreRoundedToATenth) {
     EXPECT_NE(to_json_line(e).find(R"("ms":12.3)"), std::string::npos);
     e.ms = 1234.0;
     EXPECT_EQ(nlohmann::json::parse(to_json_line(e))["ms"].get<double>(), 1234.0);
+}
+
+TEST(AccessLogTest, TimestampsWithinOneSecondAndAcrossSecondsAreEachRight) {
+    AccessLogEntry e;
+    // The date part is reused within a second; make sure a new second (and an
+    // older one again) is formatted afresh.
+    for (auto [ms, text] : std::vector<std::pair<long long, std::string>>{
+             {1795978800123, "2026-11-29T19:00:00.123Z"}, {1795978800999, "2026-11-29T19:00:00.999Z"},
+             {1795978801000, "2026-11-29T19:00:01.000Z"}, {1795978800007, "2026-11-29T19:00:00.007Z"}}) {
+        e.ts = system_clock::time_point(milliseconds(ms));
+        EXPECT_EQ(nlohmann::json::parse(to_json_line(e))["ts"], text);
+    }
+}
+
+TEST(AccessLogTest, AbsurdDurationStillGivesValidJson) {
+    AccessLogEntry e;
+    e.ms = 1e300;
+    EXPECT_TRUE(nlohmann::json::accept(to_json_line(e)));
+    e.ms = std::numeric_limits<double>::quiet_NaN();
+    EXPECT_TRUE(nlohmann::json::accept(to_json_line(e)));
 }
 
 TEST(AccessLogTest, SetPathKeepsOnlyThePath) {
