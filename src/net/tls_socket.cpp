@@ -19,6 +19,24 @@ TlsSocket::TlsSocket(tcp::socket socket, ssl::context& ctx)
     SSL_set_read_ahead(ssl_.get(), 1);
 }
 
+std::size_t TlsSocket::try_io(bool reading, void* data, std::size_t size, error_code& ec) {
+    ec = {};
+    if (size == 0) return 0;
+    clear_stale_errors();
+    std::size_t n = 0;
+    int rc = reading ? SSL_read_ex(ssl_.get(), data, size, &n) : SSL_write_ex(ssl_.get(), data, size, &n);
+    if (rc == 1) return n;
+    switch (Next next = classify(rc, ec)) {
+    case Next::wait_read:
+    case Next::wait_write:
+        last_want_ = next;
+        ec = asio::error::would_block;
+        break;
+    default: break;
+    }
+    return 0;
+}
+
 TlsSocket::Next TlsSocket::classify(int rc, error_code& ec) {
     int err = SSL_get_error(ssl_.get(), rc);
     switch (err) {

@@ -33,6 +33,16 @@ public:
     tcp::socket& next_layer() { return socket_; }
     SSL* native_handle() { return ssl_.get(); }
 
+    // One read or write attempted now, without waiting: returns the bytes
+    // moved, or 0 with `ec` set (asio::error::would_block when the socket must
+    // be waited on first). Most reads and writes of a busy connection complete
+    // at once; trying first spares them an asynchronous operation's allocation,
+    // post and resumption.
+    std::size_t try_read_some(void* data, std::size_t size, error_code& ec) { return try_io(true, data, size, ec); }
+    std::size_t try_write_some(const void* data, std::size_t size, error_code& ec) {
+        return try_io(false, const_cast<void*>(data), size, ec);
+    }
+
     // Frees OpenSSL's record buffers unless they hold data; they come back on
     // the next read or write. For connections about to idle.
     void release_buffers() { SSL_free_buffers(ssl_.get()); }
@@ -48,6 +58,16 @@ public:
         asio::mutable_buffer first = *asio::buffer_sequence_begin(buffers);
         return asio::async_compose<Token, void(error_code, std::size_t)>(IoOp<true>{this, first.data(), first.size()},
                                                                           token, socket_);
+    }
+
+    // As async_read_some, for just after try_read_some said would_block: waits
+    // on the socket first rather than asking OpenSSL again, which would try
+    // the socket once more for nothing.
+    template <class MutableBuffers, class Token>
+    auto async_read_some_after_would_block(const MutableBuffers& buffers, Token&& token) {
+        asio::mutable_buffer first = *asio::buffer_sequence_begin(buffers);
+        return asio::async_compose<Token, void(error_code, std::size_t)>(
+            IoOp<true>{this, first.data(), first.size(), false, last_want_}, token, socket_);
     }
 
     template <class ConstBuffers, class Token>
@@ -68,6 +88,8 @@ private:
     static void clear_stale_errors() {
         if (ERR_peek_error() != 0) ERR_clear_error();
     }
+
+    std::size_t try_io(bool reading, void* data, std::size_t size, error_code& ec);
 
     // What an OpenSSL call asked for next.
     enum class Next { done, wait_read, wait_write, failed };
@@ -106,10 +128,15 @@ private:
         void* data;
         std::size_t size;
         bool started = false;
+        Next wait_first = Next::done;  // what to wait for before the first attempt, if anything
         template <class Op>
         void operator()(Op& op, error_code ec = {}) {
             bool first = !started;
             started = true;
+            if (first && wait_first == Next::wait_read)
+                return self->socket_.async_wait(tcp::socket::wait_read, std::move(op));
+            if (first && wait_first == Next::wait_write)
+                return self->socket_.async_wait(tcp::socket::wait_write, std::move(op));
             if (ec) return op.complete(ec, 0);
             if (size == 0) return finish(op, first, {}, 0);
             clear_stale_errors();
@@ -136,6 +163,7 @@ private:
 
     tcp::socket socket_;
     std::unique_ptr<SSL, SslDeleter> ssl_;
+    Next last_want_ = Next::wait_read;  // what the last would_block of try_io waits for
 };
 
 }  // namespace vaultgate::net
