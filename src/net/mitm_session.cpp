@@ -78,6 +78,9 @@ TargetCheck check_target(const RequestHead& req, const Authority& dest) {
     return {400, "bad_target", "the request target must be origin-form or https:// absolute-form", {}};
 }
 
+// Responses (downloads) are read in pieces of up to four TLS records.
+constexpr std::size_t upstream_read_size = 64 * 1024;
+
 class MitmSession {
 public:
     MitmSession(ClientContext ctx, tcp::socket client, Authority dest)
@@ -87,7 +90,7 @@ public:
           dest_(std::move(dest)),
           client_(std::move(client), rt_.client_facing_tls),
           client_buf_(16384),
-          upstream_buf_(16384) {
+          upstream_buf_(upstream_read_size) {
         head_limits_ = request_head_limits(limits_);
     }
 
@@ -129,7 +132,7 @@ void MitmSession::drop_upstream() {
     error_code ignored;
     upstream_->next_layer().close(ignored);
     upstream_.reset();
-    upstream_buf_ = ReadBuffer(16384);
+    upstream_buf_ = ReadBuffer(upstream_read_size);
 }
 
 awaitable<void> MitmSession::reply(std::string response) {
@@ -377,7 +380,7 @@ void MitmSession::park_upstream() {
     ctx_.watchdog->unwatch(upstream_->next_layer());
     this_thread_upstream_pool().give(UpstreamPool::key(ctx_.session_id, dest_.host, dest_.port), std::move(*upstream_));
     upstream_.reset();
-    upstream_buf_ = ReadBuffer(16384);
+    upstream_buf_ = ReadBuffer(upstream_read_size);
 }
 
 // What an idle connection can give back: OpenSSL's record buffers, both

@@ -25,6 +25,21 @@ std::size_t TlsSocket::try_io(bool reading, void* data, std::size_t size, error_
     clear_stale_errors();
     std::size_t n = 0;
     int rc = reading ? SSL_read_ex(ssl_.get(), data, size, &n) : SSL_write_ex(ssl_.get(), data, size, &n);
+    if (rc == 1 && reading) {
+        // SSL_read returns one record at most. The records read ahead with it
+        // are taken too, so that a download moves in large pieces, each
+        // written on with one call.
+        std::size_t total = n;
+        while (total < size && SSL_has_pending(ssl_.get())) {
+            if (SSL_read_ex(ssl_.get(), static_cast<char*>(data) + total, size - total, &n) != 1) {
+                // Whatever stopped it (most often a partial record) shows again on the next read.
+                ERR_clear_error();
+                break;
+            }
+            total += n;
+        }
+        return total;
+    }
     if (rc == 1) return n;
     switch (Next next = classify(rc, ec)) {
     case Next::wait_read:
