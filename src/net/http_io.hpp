@@ -35,6 +35,7 @@ template <class Stream>
 concept TriesFirst = requires(Stream& s, char* p, std::size_t n, error_code& ec) {
     { s.try_read_some(p, n, ec) } -> std::same_as<std::size_t>;
     { s.try_write_some(p, n, ec) } -> std::same_as<std::size_t>;
+    { s.has_pending_output() } -> std::same_as<bool>;
 };
 
 template <class Stream>
@@ -108,7 +109,12 @@ awaitable<error_code> write_all(Stream& stream, std::string_view data, Watchdog&
             if (ec) co_return ec;
             data.remove_prefix(n);
         }
-        if (data.empty()) co_return error_code{};
+        if (data.empty()) {
+            if (!stream.has_pending_output()) co_return error_code{};
+            watchdog.arm(timeout);
+            auto [ec, n] = co_await stream.async_flush(use_tuple);
+            co_return ec;
+        }
     }
     watchdog.arm(timeout);
     auto [ec, n] = co_await asio::async_write(stream, asio::buffer(data.data(), data.size()), use_tuple);

@@ -9,7 +9,16 @@ TlsSocket::TlsSocket(tcp::socket socket, ssl::context& ctx)
     if (!ssl_) throw std::runtime_error("SSL_new failed");
     // OpenSSL reads and writes the descriptor itself, so it must never block.
     socket_.non_blocking(true);
-    SSL_set_fd(ssl_.get(), static_cast<int>(socket_.native_handle()));
+    const int fd = static_cast<int>(socket_.native_handle());
+    out_->fd = fd;
+    BIO* rbio = BIO_new_socket(fd, BIO_NOCLOSE);
+    BIO* wbio = new_queueing_write_bio(out_.get());
+    if (!rbio || !wbio) {
+        BIO_free(rbio);
+        BIO_free(wbio);
+        throw std::runtime_error("cannot create the TLS socket's BIOs");
+    }
+    SSL_set_bio(ssl_.get(), rbio, wbio);  // the SSL owns both from here
     // A retried write may come from a buffer that moved (async_write keeps its
     // own position), and partial writes let async_write make progress.
     SSL_set_mode(ssl_.get(), SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
@@ -25,6 +34,15 @@ std::size_t TlsSocket::try_io(bool reading, void* data, std::size_t size, error_
     clear_stale_errors();
     std::size_t n = 0;
     int rc = reading ? SSL_read_ex(ssl_.get(), data, size, &n) : SSL_write_ex(ssl_.get(), data, size, &n);
+    if (rc == 1 && !reading) {
+        // Accepted; what the socket does not take now stays queued (has_pending_output).
+        error_code flush_error;
+        if (!out_->flush(flush_error) && flush_error != asio::error::would_block) {
+            ec = flush_error;
+            return 0;
+        }
+        return n;
+    }
     if (rc == 1 && reading) {
         // SSL_read returns one record at most. The records read ahead with it
         // are taken too, so that a download moves in large pieces, each
@@ -38,6 +56,7 @@ std::size_t TlsSocket::try_io(bool reading, void* data, std::size_t size, error_
             }
             total += n;
         }
+        flush_if_possible();
         return total;
     }
     if (rc == 1) return n;

@@ -11,6 +11,7 @@
 // writes may be outstanding at the same time (a splice does that); each waits
 // on the socket for what OpenSSL asks for (readable or writable), so a
 // cancellation of the socket (the watchdog) ends them.
+#include "tls_output.hpp"
 #include "types.hpp"
 
 #include <openssl/err.h>
@@ -45,7 +46,20 @@ public:
 
     // Frees OpenSSL's record buffers unless they hold data; they come back on
     // the next read or write. For connections about to idle.
-    void release_buffers() { SSL_free_buffers(ssl_.get()); }
+    void release_buffers() {
+        SSL_free_buffers(ssl_.get());
+        if (out_->empty()) std::string().swap(out_->bytes);
+    }
+
+    // Records accepted by a write but not yet on the socket (it was full).
+    bool has_pending_output() const { return !out_->empty(); }
+
+    // Completes once every queued record is on the socket.
+    template <class Token>
+    auto async_flush(Token&& token) {
+        return asio::async_compose<Token, void(error_code, std::size_t)>(IoOp<false>{this, nullptr, 0}, token,
+                                                                          socket_);
+    }
 
     template <class Token>
     auto async_handshake(ssl::stream_base::handshake_type type, Token&& token) {
@@ -108,7 +122,13 @@ private:
             if (ec) return op.complete(ec);
             clear_stale_errors();
             int rc = server ? SSL_accept(self->ssl_.get()) : SSL_connect(self->ssl_.get());
-            switch (self->classify(rc, ec)) {
+            Next next = self->classify(rc, ec);
+            // The last flight may still be queued; the handshake is over once it is sent.
+            if (next == Next::done && !self->out_->flush(ec)) {
+                if (ec == asio::error::would_block) next = Next::wait_write;
+                ec = ec == asio::error::would_block ? error_code{} : ec;
+            }
+            switch (next) {
             case Next::wait_read: return self->socket_.async_wait(tcp::socket::wait_read, std::move(op));
             case Next::wait_write: return self->socket_.async_wait(tcp::socket::wait_write, std::move(op));
             default:
@@ -122,6 +142,8 @@ private:
         }
     };
 
+    // Reads or writes once; a write (or a flush, when size is 0) completes only
+    // when its records are on the socket.
     template <bool Reading>
     struct IoOp {
         TlsSocket* self;
@@ -129,6 +151,8 @@ private:
         std::size_t size;
         bool started = false;
         Next wait_first = Next::done;  // what to wait for before the first attempt, if anything
+        bool flushing = false;         // written; waiting for the socket to take the records
+        std::size_t written = 0;
         template <class Op>
         void operator()(Op& op, error_code ec = {}) {
             bool first = !started;
@@ -138,12 +162,23 @@ private:
             if (first && wait_first == Next::wait_write)
                 return self->socket_.async_wait(tcp::socket::wait_write, std::move(op));
             if (ec) return op.complete(ec, 0);
-            if (size == 0) return finish(op, first, {}, 0);
+            if constexpr (!Reading) {
+                if (flushing || size == 0) return flush(op, first);
+            }
             clear_stale_errors();
             std::size_t n = 0;
             int rc = Reading ? SSL_read_ex(self->ssl_.get(), data, size, &n)
                              : SSL_write_ex(self->ssl_.get(), data, size, &n);
-            if (rc == 1) return finish(op, first, {}, n);
+            if (rc == 1) {
+                if constexpr (Reading) {
+                    self->flush_if_possible();  // e.g. a KeyUpdate answer the read produced
+                    return finish(op, first, {}, n);
+                } else {
+                    flushing = true;
+                    written = n;
+                    return flush(op, first);
+                }
+            }
             switch (self->classify(rc, ec)) {
             case Next::wait_read: return self->socket_.async_wait(tcp::socket::wait_read, std::move(op));
             case Next::wait_write: return self->socket_.async_wait(tcp::socket::wait_write, std::move(op));
@@ -155,14 +190,33 @@ private:
             op.complete(ec, n);
         }
         template <class Op>
+        void flush(Op& op, bool first) {
+            error_code ec;
+            if (self->out_->flush(ec)) return finish(op, first, {}, written);
+            if (ec == asio::error::would_block) {
+                flushing = true;
+                return self->socket_.async_wait(tcp::socket::wait_write, std::move(op));
+            }
+            return finish(op, first, ec, 0);
+        }
+        template <class Op>
         void finish(Op& op, bool first, error_code ec, std::size_t n) {
             if (first) return asio::post(self->socket_.get_executor(), asio::append(std::move(op), ec, n, true));
             op.complete(ec, n);
         }
     };
 
+    // Sends queued records if the socket takes them now; what it does not take
+    // goes with the next write or flush.
+    void flush_if_possible() {
+        error_code ignored;
+        if (!out_->empty()) out_->flush(ignored);
+    }
+
     tcp::socket socket_;
     std::unique_ptr<SSL, SslDeleter> ssl_;
+    // On the heap: the write BIO points at it, and a TlsSocket moves.
+    std::unique_ptr<PendingOutput> out_ = std::make_unique<PendingOutput>();
     Next last_want_ = Next::wait_read;  // what the last would_block of try_io waits for
 };
 
