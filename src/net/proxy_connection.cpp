@@ -50,8 +50,12 @@ awaitable<void> deny(ClientContext& ctx, tcp::socket& client, DenyReason reason,
     co_await refuse(ctx, client, denied_response(reason, dest));
 }
 
-awaitable<void> handle_connect(ClientContext& ctx, tcp::socket& client, ReadBuffer& buf, const RequestHead& req,
-                               const Session& session, const GatewayState& state, clock::time_point start) {
+// Handles a CONNECT up to the point where the connection is a tunnel (run here)
+// or a MITM'd connection: then it returns the destination, and the caller runs
+// the MITM session once it has let go of what the CONNECT phase needed.
+awaitable<std::optional<Authority>> handle_connect(ClientContext& ctx, tcp::socket& client, ReadBuffer& buf,
+                                                   const RequestHead& req, const Session& session,
+                                                   const GatewayState& state, clock::time_point start) {
     auto parsed = parse_authority(req.target, 0);
     if (!parsed) {
         auto e = entry_for(ctx, "denied", "CONNECT", Authority{}, start);
@@ -62,14 +66,14 @@ awaitable<void> handle_connect(ClientContext& ctx, tcp::socket& client, ReadBuff
                         error_response(400, "bad_authority",
                                        std::string("CONNECT target: ") + std::string(host_error_text(parsed.error)),
                                        true));
-        co_return;
+        co_return std::nullopt;
     }
     Authority dest = *parsed.authority;
     auto route = state.route(session, dest, EgressKind::connect);
 
     if (route.kind == RouteKind::denied) {
         co_await deny(ctx, client, route.reason, dest, "CONNECT", start);
-        co_return;
+        co_return std::nullopt;
     }
     if (route.kind == RouteKind::mitm) {
         // The TLS handshake must start after our 200; bytes sent before it would
@@ -77,21 +81,19 @@ awaitable<void> handle_connect(ClientContext& ctx, tcp::socket& client, ReadBuff
         if (!buf.empty()) {
             co_await refuse(ctx, client,
                             error_response(400, "early_data", "send the TLS handshake after the 200 response", true));
-            co_return;
+            co_return std::nullopt;
         }
         if (co_await write_all(client, connection_established, *ctx.watchdog, ctx.rt->config.limits.idle_timeout))
-            co_return;
+            co_return std::nullopt;
         ctx.watchdog->unwatch(client);  // the TLS stream takes the socket over
-        buf.release_if_empty();
-        co_await run_mitm(ctx, std::move(client), std::move(dest));
-        co_return;
+        co_return dest;
     }
 
     tcp::socket upstream(client.get_executor());
     auto dialed = co_await dial_checked(*ctx.rt, session.policy, dest, upstream, *ctx.watchdog);
     if (dialed.denied != DenyReason::none) {
         co_await deny(ctx, client, dialed.denied, dest, "CONNECT", start);
-        co_return;
+        co_return std::nullopt;
     }
     if (!dialed.ok()) {
         int status = dialed.timed_out ? 504 : 502;
@@ -104,12 +106,13 @@ awaitable<void> handle_connect(ClientContext& ctx, tcp::socket& client, ReadBuff
                                        dialed.timed_out ? "the destination did not answer in time"
                                                         : "cannot connect to the destination",
                                        true));
-        co_return;
+        co_return std::nullopt;
     }
     if (co_await write_all(client, connection_established, *ctx.watchdog, ctx.rt->config.limits.idle_timeout))
-        co_return;
+        co_return std::nullopt;
     std::string leftover(buf.view());
     co_await run_tunnel(ctx, client, upstream, dest, std::move(leftover));
+    co_return std::nullopt;
 }
 
 }  // namespace
@@ -166,7 +169,7 @@ awaitable<void> handle_proxy_client(std::shared_ptr<Runtime> rt, tcp::socket cli
     } else if (outcome == HeadOutcome::timed_out && !buf.empty()) {
         co_await refuse(ctx, client, error_response(408, "request_timeout", "the request did not arrive in time", true));
     } else if (outcome == HeadOutcome::ok) {
-        auto state = rt->snapshot();
+        std::shared_ptr<const GatewayState> state = rt->snapshot();
         auto auth = authenticate_session(*state, req, ctx.client_ip);
         if (!auth.session) {
             auto e = entry_for(ctx, "denied", req.method, Authority{}, start);
@@ -178,7 +181,18 @@ awaitable<void> handle_proxy_client(std::shared_ptr<Runtime> rt, tcp::socket cli
             ctx.session_id = auth.session->id;
             rt->connections.add(ctx.session_id, ctx.watchdog);
             if (req.method == "CONNECT") {
-                co_await handle_connect(ctx, client, buf, req, *auth.session, *state, start);
+                auto mitm_dest = co_await handle_connect(ctx, client, buf, req, *auth.session, *state, start);
+                if (mitm_dest) {
+                    // The MITM phase may last hours. What only the CONNECT needed
+                    // goes first: its head, the read buffer, and the state
+                    // snapshot, which would otherwise keep replaced credentials
+                    // in memory for as long as the connection lasts.
+                    auth = {};
+                    state.reset();
+                    req = RequestHead{};
+                    buf.release_if_empty();
+                    co_await run_mitm(ctx, std::move(client), std::move(*mitm_dest));
+                }
             } else {
                 co_await handle_plain_http(ctx, client, buf, std::move(req), state, start);
             }

@@ -51,7 +51,7 @@ protected:
     void TearDown() override {
         if (proc_) {
             proc_->signal(SIGTERM);
-            EXPECT_EQ(proc_->wait_exit(), 0);
+            EXPECT_EQ(proc_->wait_exit(), 0) << proc_->stderr_text();
             auto err = proc_->stderr_text();
             EXPECT_EQ(err.find(secret_a), std::string::npos) << err;
             EXPECT_EQ(err.find(secret_b), std::string::npos) << err;
