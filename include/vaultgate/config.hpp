@@ -69,10 +69,10 @@ struct Limits {
     std::size_t worker_threads = 0;                      // 0 = auto, see auto_worker_threads()
 };
 
-// The I/O thread count for worker_threads = 0: one per core, less one (at least
-// one). vaultgate runs beside the workloads it serves (a sidecar, a compose
-// gateway), and on a loaded host an I/O thread that competes with them for the
-// last core gets preempted mid-request, which costs more than the thread adds.
+// The I/O thread count for worker_threads = 0: one per core (at least one).
+// On a host whose cores are busy with the workloads vaultgate serves, fewer
+// threads give a shorter latency tail (a thread that competes for the last
+// core is preempted mid-request); more threads give more throughput.
 unsigned auto_worker_threads(unsigned cores);
 
 struct Config {

@@ -840,6 +840,6 @@ Config load_config_file(const std::string& path) {
     return parse_config(text, path);
 }
 
-unsigned auto_worker_threads(unsigned cores) { return cores > 1 ? cores - 1 : 1; }
+unsigned auto_worker_threads(unsigned cores) { return cores > 0 ? cores : 1; }
 
 }  // namespace vaultgate

@@ -47,7 +47,7 @@ public:
 
         resolver_ = std::make_unique<ResolverPool>(8);
         rt.resolver = resolver_.get();
-        // A test's explicit count first, then the config's, then one per core less one.
+        // A test's explicit count first, then the config's, then one per core.
         unsigned threads = options_.threads ? options_.threads
                            : config.limits.worker_threads
                                ? static_cast<unsigned>(config.limits.worker_threads)

@@ -334,11 +334,10 @@ TEST(ConfigTest, WorkerThreadsAreAutoOrACountUpTo256) {
             EXPECT_NE(std::string(e.what()).find("limits.worker_threads"), std::string::npos) << e.what();
         }
     }
-    // Auto: a core is left to the workloads beside the gateway, never fewer than one thread.
+    // Auto: one per core, never none (an unknown core count reads as 0).
     EXPECT_EQ(auto_worker_threads(0), 1u);
     EXPECT_EQ(auto_worker_threads(1), 1u);
-    EXPECT_EQ(auto_worker_threads(2), 1u);
-    EXPECT_EQ(auto_worker_threads(8), 7u);
+    EXPECT_EQ(auto_worker_threads(8), 8u);
 }
 
 TEST(ConfigTest, ListenAddresses) {
