@@ -135,11 +135,15 @@ awaitable<void> handle_plain_http(ClientContext& ctx, tcp::socket& client, ReadB
     }
 
     ExchangeRequest exchange;
-    exchange.client_head = &req;
+    // The outgoing head takes the client's headers over; the response framing
+    // needs only these fields of the request.
+    RequestHead summary;
+    summary.method = req.method;
+    summary.version_minor = req.version_minor;
+    exchange.client_head = &summary;
     exchange.framing = *framing.framing;
     exchange.client_close = true;
-    RequestHead client_head = req;
-    auto outgoing = build_outgoing_head(std::move(client_head), origin_form, format_authority(dest, dest.port != 80),
+    auto outgoing = build_outgoing_head(std::move(req), origin_form, format_authority(dest, dest.port != 80),
                                         exchange.framing, false, false);
     if (outgoing.bad_expect) {
         finish_log("http", 417, "expectation_failed");
