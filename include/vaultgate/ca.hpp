@@ -48,6 +48,9 @@ public:
     std::shared_ptr<const LeafCertificate> mint(std::string_view host) const;
 
     X509* cert() const { return cert_.get(); }
+    // An intermediate CA (not its own issuer) must be sent with each leaf:
+    // clients trust its root, not it. Null for a root CA.
+    X509* chain_cert() const { return is_root_ ? nullptr : cert_.get(); }
     std::string cert_pem() const;
     std::chrono::hours leaf_lifetime{24 * 7};
 
@@ -55,6 +58,7 @@ private:
     CertificateAuthority() = default;
     X509Ptr cert_;
     EvpPkeyPtr key_;
+    bool is_root_ = true;
     std::shared_ptr<EVP_PKEY> leaf_key_;
 };
 

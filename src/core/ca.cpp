@@ -335,6 +335,7 @@ std::unique_ptr<CertificateAuthority> CertificateAuthority::load(const std::stri
     // Also caches the extensions, so that later concurrent reads from mint() find
     // them ready.
     if (X509_check_ca(ca->cert_.get()) == 0) fail(cert_path + ": not a CA certificate");
+    ca->is_root_ = X509_check_issued(ca->cert_.get(), ca->cert_.get()) == X509_V_OK;
     if (to_time_point(X509_get0_notAfter(ca->cert_.get())) <= std::chrono::system_clock::now())
         throw CaError(cert_path + ": CA certificate has expired");
 

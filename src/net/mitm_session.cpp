@@ -163,7 +163,7 @@ void MitmSession::log_request(const RequestHead& req, int status, const Binding*
 
 awaitable<bool> MitmSession::handshake() {
     auto leaf = rt_.leaves->get(dest_.host);
-    if (!leaf || !use_leaf(client_, *leaf)) {
+    if (!leaf || !use_leaf(client_, *leaf, rt_.ca->chain_cert())) {
         log_warn("mitm: cannot use a leaf certificate for " + dest_.host + ": " + openssl_errors());
         co_return false;
     }

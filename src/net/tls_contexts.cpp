@@ -56,8 +56,9 @@ void configure_upstream_context(ssl::context& ctx, const std::string& ca_file) {
 void configure_client_facing_context(ssl::context& ctx) {
     SSL_CTX* native = ctx.native_handle();
     SSL_CTX_set_min_proto_version(native, TLS1_2_VERSION);
-    // The leaf alone is sent: it is signed by the CA the client trusts, so
-    // there is no chain to build, and building one per handshake is costly.
+    // No chain is built per handshake (costly): the leaf is sent alone when the
+    // vaultgate CA is a root the client trusts, and with the CA when that is
+    // an intermediate (use_leaf).
     SSL_CTX_set_mode(native, SSL_MODE_NO_AUTO_CHAIN);
     SSL_CTX_set_default_read_buffer_len(native, record_read_buffer_bytes);
     SSL_CTX_set_options(native, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
@@ -74,9 +75,10 @@ void configure_client_facing_context(ssl::context& ctx) {
     SSL_CTX_set_num_tickets(native, 1);
 }
 
-bool use_leaf(tls_stream& stream, const LeafCertificate& leaf) {
+bool use_leaf(tls_stream& stream, const LeafCertificate& leaf, X509* chain_cert) {
     SSL* ssl = stream.native_handle();
-    return SSL_use_certificate(ssl, leaf.cert.get()) == 1 && SSL_use_PrivateKey(ssl, leaf.key.get()) == 1;
+    if (SSL_use_certificate(ssl, leaf.cert.get()) != 1 || SSL_use_PrivateKey(ssl, leaf.key.get()) != 1) return false;
+    return !chain_cert || SSL_add1_chain_cert(ssl, chain_cert) == 1;
 }
 
 bool expect_upstream_identity(tls_stream& stream, const Authority& dest) {

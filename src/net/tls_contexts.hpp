@@ -15,8 +15,9 @@ namespace vaultgate::net {
 void configure_upstream_context(ssl::context& ctx, const std::string& ca_file);
 void configure_client_facing_context(ssl::context& ctx);
 
-// Puts the leaf and the shared leaf key on one client-facing connection.
-bool use_leaf(tls_stream& stream, const LeafCertificate& leaf);
+// Puts the leaf and the shared leaf key on one client-facing connection;
+// `chain_cert`, when not null (an intermediate vaultgate CA), is sent after the leaf.
+bool use_leaf(tls_stream& stream, const LeafCertificate& leaf, X509* chain_cert);
 
 // Sets SNI and the name (or IP) the upstream certificate must carry.
 bool expect_upstream_identity(tls_stream& stream, const Authority& dest);

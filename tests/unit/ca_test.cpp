@@ -321,6 +321,11 @@ TEST_F(CaTest, LeafNeverOutlivesTheCa) {
     EXPECT_EQ(as_time_t(X509_get0_notAfter(leaf->cert.get())), as_time_t(X509_get0_notAfter(ca().cert())));
 }
 
+TEST_F(CaTest, ARootCaNeedsNoChainCertificate) {
+    // Its own issuer: clients trust it directly, so leaves go out alone.
+    EXPECT_EQ(ca().chain_cert(), nullptr);
+}
+
 TEST_F(CaTest, EmptyHostIsRefused) { EXPECT_THROW(ca().mint(""), CaError); }
 
 TEST_F(CaTest, LoadErrorsNameTheFile) {
