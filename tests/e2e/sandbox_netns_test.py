@@ -898,9 +898,11 @@ class SandboxTest:
     def access_lines(self):
         try:
             with open(self.path("access.log")) as f:
-                lines = f.read().splitlines()
+                text = f.read()
         except FileNotFoundError:
             return []
+        # A batch being written may show as a partial last line: count only whole lines.
+        lines = text[:text.rfind("\n") + 1].splitlines()
         out = []
         for line in lines:
             try:
@@ -1144,6 +1146,12 @@ class SandboxTest:
         check(not any(seen.values()), f"an upstream saw the unredirected or the denied connection: {seen}")
         details.append(f"port {UNREDIRECTED_PORT} (not redirected): curl exit {p.returncode}; denied.test: curl exit "
                        f"{p_denied.returncode}; upstreams saw nothing")
+        # Access-log lines are written in batches (at most 100 ms late): wait for
+        # the denial's line before marking where the next step's lines begin.
+        deadline = time.monotonic() + 3
+        while not any(e.get("host") == DENIED for e in self.access_lines()[log_start:]) \
+                and time.monotonic() < deadline:
+            time.sleep(0.05)
 
         # The bound host, with no proxy settings at all.
         log_before = len(self.access_lines())
