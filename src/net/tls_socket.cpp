@@ -59,7 +59,6 @@ std::size_t TlsSocket::try_io(bool reading, void* data, std::size_t size, error_
         flush_if_possible();
         return total;
     }
-    if (rc == 1) return n;
     switch (Next next = classify(rc, ec)) {
     case Next::wait_read:
     case Next::wait_write:

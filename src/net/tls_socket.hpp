@@ -1,13 +1,18 @@
 #pragma once
-// TLS over a non-blocking TCP socket, with OpenSSL reading and writing the
-// descriptor itself. Asio's ssl::stream puts a BIO pair and two record-sized
-// buffers in between (about 70 KiB per stream, and a copy each way); here
-// bytes are copied once, and an idle connection holds only OpenSSL's state:
-// its owner calls release_buffers() before it waits for a peer that is quiet.
-// (SSL_MODE_RELEASE_BUFFERS would do that after every record, at the price of
-// an allocation and a free per record on busy connections.) The operations follow Asio's stream
-// concepts (async_read_some / async_write_some with any completion token), so
-// asio::async_write and the coroutine code work on it unchanged. Reads and
+// TLS over a non-blocking TCP socket. OpenSSL reads the descriptor itself
+// (with read-ahead, one read() per batch of records) and writes its records
+// into a queue that goes out with one send() per write (tls_output.hpp).
+// Asio's ssl::stream puts a BIO pair and two record-sized buffers in between
+// (about 70 KiB per stream, and a copy each way); here an idle connection holds
+// only OpenSSL's state: its owner calls release_buffers() before it waits for a
+// peer that is quiet. (SSL_MODE_RELEASE_BUFFERS would do that after every
+// record, at the price of an allocation and a free per record on busy
+// connections.)
+//
+// The operations follow Asio's stream concepts (async_read_some /
+// async_write_some with any completion token), so asio::async_write and the
+// coroutine code work on it unchanged; try_read_some / try_write_some do the
+// same without waiting, for the common case where no wait is needed. Reads and
 // writes may be outstanding at the same time (a splice does that); each waits
 // on the socket for what OpenSSL asks for (readable or writable), so a
 // cancellation of the socket (the watchdog) ends them.
