@@ -62,7 +62,8 @@ second real key, so each record shows which session injected. What is shown:
      given.
 
 Exit codes: 0 all shown, 1 a failure (each named), 77 skipped (namespaces
-cannot be created: not root, or `ip netns add` fails). Clean-up (processes,
+cannot be created: not root, or `ip netns add` fails). With
+VAULTGATE_REQUIRE_ROOT_TESTS set (CI sets it), a skip is a failure instead. Clean-up (processes,
 namespaces with their veths and nftables table, the work directory) runs on
 success, failure, SIGINT/SIGTERM and the overall deadline; a detached reaper
 does it if this process is killed outright.
@@ -1573,4 +1574,8 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    if code == SKIP and os.environ.get("VAULTGATE_REQUIRE_ROOT_TESTS"):
+        log("FAIL: VAULTGATE_REQUIRE_ROOT_TESTS is set, so this test must run, not skip")
+        code = 1
+    sys.exit(code)
