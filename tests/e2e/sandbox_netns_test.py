@@ -912,6 +912,17 @@ class SandboxTest:
                 out.append({})
         return out
 
+    def wait_access_lines(self, since, match, count=1, wait=3.0):
+        """Access-log entries after line `since` for which match(entry) holds,
+        polled until there are `count` of them or `wait` s passed (lines are
+        written in batches, up to 100 ms after the request ended)."""
+        deadline = time.monotonic() + wait
+        while True:
+            found = [e for e in self.access_lines()[since:] if match(e)]
+            if len(found) >= count or time.monotonic() > deadline:
+                return found
+            time.sleep(0.05)
+
     def git_ls_remote(self, extra_env):
         """git ls-remote through the proxy; returns (sessions, keys) of the
         requests that reached the bound upstream."""
@@ -931,12 +942,8 @@ class SandboxTest:
                   f"git request {e['path']}: x-api-key {[self.mask(v) for v in values]}, expected one real key")
             check(e["client"] == GW_UP_IP, "a git request did not come from the gateway")
             keys.add(self.mask(values[0]))
-        deadline = time.monotonic() + 3
-        while True:
-            entries = [e for e in self.access_lines()[log_before:] if e.get("path", "").startswith("/repo.git/")]
-            if len(entries) >= len(reqs) or time.monotonic() > deadline:
-                break
-            time.sleep(0.1)
+        entries = self.wait_access_lines(log_before, lambda e: e.get("path", "").startswith("/repo.git/"),
+                                         count=len(reqs))
         check(len(entries) == len(reqs) and all(e.get("ingress") == "mitm" for e in entries),
               f"access log: {len(entries)} mitm lines for {len(reqs)} git requests")
         paths = ", ".join(urllib.parse.urlsplit(e["path"]).path for e in reqs)
@@ -1147,12 +1154,9 @@ class SandboxTest:
         check(not any(seen.values()), f"an upstream saw the unredirected or the denied connection: {seen}")
         details.append(f"port {UNREDIRECTED_PORT} (not redirected): curl exit {p.returncode}; denied.test: curl exit "
                        f"{p_denied.returncode}; upstreams saw nothing")
-        # Access-log lines are written in batches (at most 100 ms late): wait for
-        # the denial's line before marking where the next step's lines begin.
-        deadline = time.monotonic() + 3
-        while not any(e.get("host") == DENIED for e in self.access_lines()[log_start:]) \
-                and time.monotonic() < deadline:
-            time.sleep(0.05)
+        # Wait for the denial's (batched) log line before marking where the next
+        # step's lines begin.
+        self.wait_access_lines(log_start, lambda e: e.get("host") == DENIED)
 
         # The bound host, with no proxy settings at all.
         log_before = len(self.access_lines())
@@ -1185,12 +1189,7 @@ class SandboxTest:
         reqs = self.requests_for(ALLOWED, marker)
         check(len(reqs) == 1 and header_values(reqs[0], "x-api-key") == ["sandbox-has-no-key"],
               "transparent allowed.test: the upstream should see the client's own header")
-        deadline = time.monotonic() + 3
-        while True:
-            tunnels = [e for e in self.access_lines()[log_before:] if e.get("host") == ALLOWED]
-            if tunnels or time.monotonic() > deadline:
-                break
-            time.sleep(0.1)
+        tunnels = self.wait_access_lines(log_before, lambda e: e.get("host") == ALLOWED)
         check(tunnels and tunnels[-1].get("ingress") == "tunnel" and tunnels[-1].get("session") == "default",
               f"transparent allowed.test: access log {tunnels}, expected a tunnel line of the default session")
         details.append("allowed.test tunnelled (the test CA alone verifies it), header untouched; denied.test "
@@ -1210,8 +1209,8 @@ class SandboxTest:
         time.sleep(0.3)
         seen = {h: self.new_events(before, h) for h in self.records}
         check(not any(seen.values()), f"an upstream saw a connection without a usable SNI: {seen}")
-        refused = [e for e in self.access_lines()[log_before:]
-                   if e.get("ingress") == "denied" and e.get("reason") == "no_server_name"]
+        refused = self.wait_access_lines(
+            log_before, lambda e: e.get("ingress") == "denied" and e.get("reason") == "no_server_name", count=2)
         check(len(refused) >= 2, f"transparent: expected two denied/no_server_name log lines, got {refused}")
         details.append(f"no SNI: curl exit {p_nosni.returncode}; IP literal as SNI: refused; both logged "
                        "denied/no_server_name, upstream saw nothing")
@@ -1226,7 +1225,7 @@ class SandboxTest:
         time.sleep(0.3)
         seen = {h: self.new_events(before, h) for h in self.records}
         check(not any(seen.values()), f"an upstream saw the mismatched connection: {seen}")
-        mismatch = [e for e in self.access_lines()[log_before:] if e.get("reason") == "destination_mismatch"]
+        mismatch = self.wait_access_lines(log_before, lambda e: e.get("reason") == "destination_mismatch")
         check(len(mismatch) == 1, f"transparent: expected one denied/destination_mismatch line, got {mismatch}")
         details.append("SNI allowed.test to denied.test's address: refused (destination_mismatch), nothing reached")
         return True, "; ".join(details)

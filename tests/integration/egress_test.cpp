@@ -33,8 +33,7 @@ protected:
     }
 
     void TearDown() override {
-        if (proxy_) EXPECT_EQ(proxy_->access_log_text().find(test_secret), std::string::npos);
-        proxy_.reset();
+        EXPECT_EQ(stop_and_read_access_log(proxy_).find(test_secret), std::string::npos);
     }
 
     std::string add_domains(const std::string& yaml, const std::string& domains) const {

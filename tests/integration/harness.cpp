@@ -412,6 +412,16 @@ bool ProxyUnderTest::wait_for_log(const std::string& needle, int timeout_ms) con
     }
 }
 
+std::string stop_and_read_access_log(std::unique_ptr<ProxyUnderTest>& proxy) {
+    if (!proxy) return {};
+    const std::string path = proxy->config().log_access;
+    proxy.reset();
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
 std::string ProxyUnderTest::access_log_text() const {
     std::ifstream in(config_.log_access);
     std::stringstream ss;

@@ -238,6 +238,10 @@ std::string serve_config(const TempDir& dir, const TestPki& pki, std::uint16_t b
 std::string encode_base64(const std::string& in);
 std::string encode_url(const std::string& in);
 
+// Stops the proxy, which writes its last batch of access-log lines, and returns
+// the whole log: for checks that must see every line, such as "no secret".
+std::string stop_and_read_access_log(std::unique_ptr<ProxyUnderTest>& proxy);
+
 inline constexpr const char* serve_admin_token = "test-admin-token-0123456789abcdef";
 
 // A port that was free a moment ago (for configs that must name a port up front).

@@ -30,9 +30,7 @@ protected:
 
     void TearDown() override {
         // Whatever happened in the test, no log line may carry the secret.
-        auto log = proxy_->access_log_text();
-        EXPECT_EQ(log.find(test_secret), std::string::npos);
-        proxy_.reset();
+        EXPECT_EQ(stop_and_read_access_log(proxy_).find(test_secret), std::string::npos);
     }
 
     std::string bound_authority() const { return "api.bound.test:" + std::to_string(bound_.port()); }

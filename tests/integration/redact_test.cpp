@@ -23,6 +23,12 @@ protected:
         proxy_ = std::make_unique<ProxyUnderTest>(yaml);
     }
 
+    // The upstream reflects the secret on purpose here: it must still never
+    // reach an access-log line.
+    void TearDown() override {
+        EXPECT_EQ(stop_and_read_access_log(proxy_).find(test_secret), std::string::npos);
+    }
+
     std::unique_ptr<RawClient> open(const std::string& host, std::uint16_t port) {
         auto c = std::make_unique<RawClient>(proxy_->port());
         auto head = c->connect(host + ":" + std::to_string(port));
