@@ -46,7 +46,9 @@ void append_json_line(std::string& out, const AccessLogEntry& e);  // the same, 
 // at most `flush_interval` after its first line (sooner once it holds 64 KiB).
 // A request therefore never waits for the log's disk or pipe. If the sink falls
 // so far behind that `max_pending_bytes` are waiting, further lines are dropped,
-// counted, and reported on the diagnostic log, rather than stalling traffic.
+// counted, and reported on the diagnostic log, rather than stalling traffic;
+// lines a failing destination refuses (a full disk) are counted and reported
+// the same way.
 class AccessLog {
 public:
     static constexpr std::chrono::milliseconds default_flush_interval{100};
@@ -62,11 +64,14 @@ public:
     void write(const AccessLogEntry& e);
     void flush();  // writes the pending lines now
     std::vector<AccessLogEntry> recent(std::size_t limit) const;
+    // Lines dropped because the destination fell too far behind, or lost
+    // because writing them failed (both are reported on the diagnostic log).
     std::uint64_t dropped_lines() const;
 
 private:
     void run_flusher(std::stop_token stop);
 
+    std::string destination_;  // "stdout" or the path, for messages
     int fd_ = -1;
     bool owns_fd_ = false;
     std::size_t ring_size_;

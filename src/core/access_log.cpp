@@ -5,6 +5,7 @@
 #include "vaultgate/json_text.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -129,23 +130,37 @@ namespace {
 
 constexpr std::size_t flush_batch_bytes = 64 * 1024;
 
-// Writes all of `data`, retrying short writes and interruptions. A failing
-// sink must not fail requests; the caller learns only whether it worked.
-bool write_fully(int fd, std::string_view data) {
-    while (!data.empty()) {
-        ssize_t n = ::write(fd, data.data(), data.size());
+// Writes as much of `data` as the destination takes, retrying short writes
+// and interruptions, and waiting (boundedly) on a destination opened
+// non-blocking. Returns how many bytes went out; errno says why not all did.
+std::size_t write_fully(int fd, std::string_view data) {
+    std::size_t written = 0;
+    int waits = 0;
+    while (written < data.size()) {
+        ssize_t n = ::write(fd, data.data() + written, data.size() - written);
         if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return false;
-        data.remove_prefix(static_cast<std::size_t>(n));
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && waits++ < 50) {
+            pollfd p{fd, POLLOUT, 0};
+            ::poll(&p, 1, 100);
+            continue;
+        }
+        if (n <= 0) {
+            if (n == 0) errno = EIO;
+            break;
+        }
+        written += static_cast<std::size_t>(n);
     }
-    return true;
+    return written;
 }
 
 }  // namespace
 
 AccessLog::AccessLog(const std::string& destination, std::size_t ring_size, std::chrono::milliseconds flush_interval,
                      std::size_t max_pending_bytes)
-    : ring_size_(ring_size), flush_interval_(flush_interval), max_pending_bytes_(max_pending_bytes) {
+    : destination_(destination),
+      ring_size_(ring_size),
+      flush_interval_(flush_interval),
+      max_pending_bytes_(max_pending_bytes) {
     if (destination == "stdout") {
         fd_ = STDOUT_FILENO;
     } else {
@@ -217,8 +232,27 @@ void AccessLog::flush() {
         newly_dropped = dropped_ - dropped_reported_;
         dropped_reported_ = dropped_;
     }
-    if (!writing_.empty()) write_fully(fd_, writing_);
+    std::uint64_t lost = 0;  // lines the destination refused (full disk, closed pipe)
+    int write_error = 0;
+    if (!writing_.empty()) {
+        const std::size_t written = write_fully(fd_, writing_);
+        if (written < writing_.size()) {
+            write_error = errno;
+            // A line cut short counts as lost; it ends at the next newline.
+            lost = static_cast<std::uint64_t>(
+                std::count(writing_.begin() + static_cast<std::ptrdiff_t>(written), writing_.end(), '\n'));
+        }
+    }
     writing_.clear();
+    if (lost > 0) {
+        {
+            std::lock_guard lock(mutex_);
+            dropped_ += lost;
+            dropped_reported_ += lost;
+        }
+        log_warn("access log: " + std::to_string(lost) + " lines lost writing to " + destination_ + ": " +
+                 std::strerror(write_error));
+    }
     if (newly_dropped > 0)
         log_warn("access log: " + std::to_string(newly_dropped) +
                  " lines dropped because the log destination is not keeping up");

@@ -41,29 +41,12 @@ struct Runtime {
     ConnectionRegistry connections;
     Metrics metrics;
 
-    // The state current now. Every request asks for it, so each thread keeps
-    // the last one it saw and reloads only after a publish: the common case
-    // reads one counter instead of taking the shared pointer's lock.
-    std::shared_ptr<const GatewayState> snapshot() const {
-        struct Cached {
-            std::uint64_t runtime = 0;
-            std::uint64_t version = 0;
-            std::shared_ptr<const GatewayState> state;
-        };
-        thread_local Cached cached;
-        const std::uint64_t version = state_version_.load(std::memory_order_acquire);
-        if (cached.runtime != id_ || cached.version != version) {
-            cached.state = state_.load(std::memory_order_acquire);
-            cached.runtime = id_;
-            cached.version = version;
-        }
-        return cached.state;
-    }
+    // The state current now. (Not cached per thread: a cached snapshot would
+    // keep a replaced state, and the credentials in it, alive in every thread
+    // that sees no further request.)
+    std::shared_ptr<const GatewayState> snapshot() const { return state_.load(std::memory_order_acquire); }
 
-    void publish(std::shared_ptr<const GatewayState> next) {
-        state_.store(std::move(next), std::memory_order_release);
-        state_version_.fetch_add(1, std::memory_order_acq_rel);
-    }
+    void publish(std::shared_ptr<const GatewayState> next) { state_.store(std::move(next), std::memory_order_release); }
 
     // One finished request or tunnel: the access log line and its counters.
     void record(const AccessLogEntry& e) {
@@ -73,15 +56,7 @@ struct Runtime {
     }
 
 private:
-    static std::uint64_t next_id() {
-        static std::atomic<std::uint64_t> ids{0};
-        return ids.fetch_add(1) + 1;
-    }
-
-    // Names this runtime in the threads' caches (an address could be reused).
-    const std::uint64_t id_ = next_id();
     std::atomic<std::shared_ptr<const GatewayState>> state_;
-    std::atomic<std::uint64_t> state_version_{0};
 };
 
 }  // namespace vaultgate::net

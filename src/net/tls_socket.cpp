@@ -80,11 +80,11 @@ TlsSocket::Next TlsSocket::classify(int rc, error_code& ec) {
         ec = asio::error::eof;
         return Next::failed;
     case SSL_ERROR_SYSCALL:
-        // No TLS error queued: the peer closed (or reset) the TCP connection
-        // without close_notify.
+        // No TLS error queued: a socket error. A reset stays a reset: only a
+        // clean close without close_notify (below) may end a body that is
+        // delimited by the close.
         if (ERR_peek_error() == 0) {
             ec = errno != 0 ? error_code(errno, asio::error::get_system_category()) : error_code(ssl::error::stream_truncated);
-            if (ec == asio::error::connection_reset || ec == asio::error::broken_pipe) ec = ssl::error::stream_truncated;
             return Next::failed;
         }
         [[fallthrough]];

@@ -339,6 +339,13 @@ void RecordingUpstream::serve_stream(Stream& stream) {
             if (split < body.size()) out += chunk(std::string_view(body).substr(split));
             out += "0\r\n\r\n";
             send(out);
+        } else if (path == "/reset") {
+            // A body that ends with the connection, cut by a TCP reset instead
+            // of a close: the client must not be told it got all of it.
+            send("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\npartial body");
+            stream.lowest_layer().set_option(asio::socket_base::linger(true, 0), ec);
+            stream.lowest_layer().close(ec);
+            return;
         } else if (path == "/gzip") {
             send("HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 4\r\n\r\nabcd");
         } else if (path == "/close") {

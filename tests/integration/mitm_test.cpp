@@ -439,6 +439,14 @@ TEST_F(MitmTest, UnframedResponseIsRechunkedAndKeepsTheClientConnection) {
     EXPECT_EQ(bound_.connections(), 2u);
 }
 
+TEST_F(MitmTest, UnframedResponseCutByAResetIsNotPassedOnAsComplete) {
+    auto c = open_bound();
+    c->write(get("/reset"));
+    // Rechunked for the client; a reset must not end it with the last chunk.
+    EXPECT_FALSE(c->read_response(5000));
+    EXPECT_TRUE(c->closed_by_peer(5000));
+}
+
 TEST_F(MitmTest, WebSocketIsSplicedAfter101) {
     auto c = open_bound();
     c->write(get("/ws", "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"

@@ -238,6 +238,15 @@ TEST(AccessLogTest, ASinkThatFallsBehindDropsAndCountsLinesInsteadOfGrowing) {
     fs::remove_all(fs::path(path).parent_path());
 }
 
+TEST(AccessLogTest, LinesAFullDiskRefusesAreCountedAsLost) {
+    AccessLog log("/dev/full", 10, std::chrono::hours(1));
+    log.write(spec_entry());
+    log.write(spec_entry());
+    log.flush();  // ENOSPC: both lines are lost, and counted
+    EXPECT_EQ(log.dropped_lines(), 2u);
+    EXPECT_EQ(log.recent(10).size(), 2u);  // the admin API still has them
+}
+
 TEST(AccessLogTest, NewFileIsNotWorldReadable) {
     const auto path = temp_path("fresh.log");
     { AccessLog log(path); }
