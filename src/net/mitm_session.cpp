@@ -309,10 +309,31 @@ awaitable<bool> MitmSession::serve_one() {
     if (redact) {
         const auto& auth = binding->service->config.auth;
         std::vector<Secret> needles{*binding->secret};
-        // Basic auth: an origin echoing the header reflects base64("user:secret").
-        if (auth.type == AuthType::basic) needles.emplace_back(auth.user + ":" + std::string(binding->secret->reveal()));
-        redactor.emplace(needles, "vaultgate-placeholder-" + auth.key);
-        exchange.redactor = &*redactor;
+        if (auth.type == AuthType::basic) {
+            // An origin echoing the header reflects base64("user:secret"). Built
+            // in one buffer that the Secret takes over, so no copy is left unwiped.
+            const std::string_view secret = binding->secret->reveal();
+            std::string user_secret;
+            user_secret.reserve(auth.user.size() + 1 + secret.size());
+            user_secret.append(auth.user).append(1, ':').append(secret);
+            needles.emplace_back(std::move(user_secret));
+            wipe_string(user_secret);
+        }
+        try {
+            redactor.emplace(needles, "vaultgate-placeholder-" + auth.key);
+            exchange.redactor = &*redactor;
+        } catch (const std::invalid_argument&) {
+            // The secret occurs in its own placeholder (a very short secret):
+            // redacting would put it back. Refused, never passed unredacted.
+        }
+    }
+    if (redact && !exchange.redactor) {
+        co_await reply(error_response(502, "redaction_unavailable",
+                                      "the credential also occurs in its redaction placeholder, so responses "
+                                      "cannot be redacted",
+                                      true));
+        log_request(req, 502, &*binding, "redaction_unavailable");
+        co_return false;
     }
     exchange.client_close = wants_close(req.headers, req.version_minor);
     // The outgoing head takes the client's headers over; the log line and the

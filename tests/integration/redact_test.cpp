@@ -16,9 +16,20 @@ protected:
           redact_files_(pki_.server_files(dir_, "redact.test")),
           bound_(bound_files_.first, bound_files_.second),
           redacting_(redact_files_.first, redact_files_.second) {
+        const std::string port = std::to_string(redacting_.port());
+        // Under /short the credential is "place": it occurs in its own placeholder
+        // ("vaultgate-placeholder-SHORT"), so its responses cannot be redacted.
         auto yaml = base_config(dir_, pki_, bound_.port(), bound_.port(),
-                                "      - host: redact.test\n        port: " + std::to_string(redacting_.port()) +
+                                "      - host: redact.test\n        port: " + port +
+                                    "\n        path_prefix: /short\n        auth: { type: api-key, key: SHORT }"
+                                    "\n        redact_response: true\n"
+                                    "      - host: redact.test\n        port: " + port +
                                     "\n        auth: { type: api-key, key: BENCH_KEY }\n        redact_response: true\n");
+        const std::string bench_key_line = "      BENCH_KEY: { file: " + dir_.file("secret.txt") + " }\n";
+        const auto at = yaml.find(bench_key_line);
+        if (at != std::string::npos)
+            yaml.insert(at + bench_key_line.size(),
+                        "      SHORT: { file: " + dir_.write("short.txt", "place\n") + " }\n");
         yaml.replace(yaml.find("    rogue.test: 127.0.0.1\n"), 0, "    redact.test: 127.0.0.1\n");
         proxy_ = std::make_unique<ProxyUnderTest>(yaml);
     }
@@ -68,6 +79,24 @@ TEST_F(RedactTest, ReflectedSecretNeverReachesTheClientAtAnySplit) {
     ASSERT_FALSE(reqs.empty());
     EXPECT_EQ(reqs[0].header_values("x-api-key"), std::vector<std::string>{test_secret});
     EXPECT_TRUE(reqs[0].header_values("accept-encoding").empty());
+}
+
+TEST_F(RedactTest, ASecretThatOccursInItsPlaceholderIsRefusedNotSentUnredacted) {
+    auto c = open("redact.test", redacting_.port());
+    c->write("GET /short/reflect HTTP/1.1\r\nHost: redact.test:" + std::to_string(redacting_.port()) + "\r\n\r\n");
+    auto r = c->read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 502);
+    EXPECT_NE(r->body.find("redaction_unavailable"), std::string::npos) << r->body;
+    EXPECT_TRUE(redacting_.requests().empty());  // nothing was sent to the origin
+    EXPECT_TRUE(proxy_->wait_for_log("\"reason\":\"redaction_unavailable\""));
+    // The connection is closed, and the proxy serves the next one.
+    EXPECT_TRUE(c->closed_by_peer(5000));
+    auto again = open("redact.test", redacting_.port());
+    again->write("GET /echo HTTP/1.1\r\nHost: redact.test:" + std::to_string(redacting_.port()) + "\r\n\r\n");
+    auto ok = again->read_response();
+    ASSERT_TRUE(ok);
+    EXPECT_EQ(ok->status, 200);
 }
 
 TEST_F(RedactTest, CompressedResponseToARedactedServiceIs502) {
