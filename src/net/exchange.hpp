@@ -67,7 +67,7 @@ inline bool listed_in(const std::vector<std::string>& tokens, std::string_view n
 
 // What the exchange needs to know about the request it forwards.
 struct ExchangeRequest {
-    const RequestHead* client_head;   // as the client sent it (method, version, headers)
+    const RequestHead* client_head;   // the client's method and version (a summary: no headers)
     BodyFraming framing;              // of the client's body
     bool expect_continue = false;     // the client waits for 100 before its body
     bool websocket = false;           // an Upgrade: websocket the upstream may accept
