@@ -5,6 +5,7 @@
 // the snapshot current when it starts, so a rotation applies to the next request.
 #include "vaultgate/config.hpp"
 #include "vaultgate/policy.hpp"
+#include "vaultgate/redact.hpp"
 #include "vaultgate/secret.hpp"
 
 #include <chrono>
@@ -19,6 +20,11 @@ namespace vaultgate {
 struct ServiceBinding {
     std::string id;           // "<vault>/<index>" for config services
     ServiceConfig config;
+    // redact_response: the tables that scrub the credential from responses,
+    // built once when the state is made (prepare_redaction). Null when the
+    // service does not redact, the credential is missing, or the credential
+    // occurs in its own placeholder (requests are then refused with 502).
+    std::shared_ptr<const RedactionPatterns> redaction;
 };
 
 struct Vault {
@@ -79,6 +85,11 @@ public:
 // Missing values are not fatal: they are reported through `warnings` (names only)
 // and requests to such a service get 503. Throws ConfigError on an unreadable file.
 std::shared_ptr<const GatewayState> build_state(const Config& config, std::vector<std::string>& warnings);
+
+// Builds the redaction tables of the vault's redact_response services from
+// their credentials. A credential that occurs in its own placeholder gets none,
+// and a warning (names only) when `warnings` is given.
+void prepare_redaction(Vault& vault, std::vector<std::string>* warnings);
 
 // True when path lies under prefix ("/" covers everything; "/api" covers
 // "/api" and "/api/..." but not "/apix"). A query string is ignored; under any

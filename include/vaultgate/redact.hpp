@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,21 +39,68 @@ namespace vaultgate {
 // padding too. The result is the same however the input is split across feed()
 // calls.
 //
-// Not thread-safe for feed()/finish(); the const members may be called
-// concurrently.
-class Redactor {
+// The tables (RedactionPatterns) are immutable and built once per bound
+// service when the gateway state is published; each response gets only a
+// Redactor, the streaming state, which shares them.
+class RedactionPatterns {
 public:
     // Throws std::invalid_argument when the placeholder is empty (removing
     // bytes would splice the surrounding text together into new matches) or
     // contains a needle (the output would then carry the secret itself).
     // Empty secrets are skipped; with no needles left everything passes through.
+    RedactionPatterns(const std::vector<Secret>& secrets, std::string placeholder);
+    RedactionPatterns(const RedactionPatterns&) = delete;
+    RedactionPatterns& operator=(const RedactionPatterns&) = delete;
+    ~RedactionPatterns();
+
+    // Whole-value redaction (header values).
+    std::string redact_all(std::string_view in) const;
+    // Whether any needle occurs in `in`.
+    bool contains_secret(std::string_view in) const;
+
+    const std::string& placeholder() const noexcept { return placeholder_; }
+    std::size_t needle_count() const noexcept { return needles_.size(); }
+    // Upper bound of a Redactor's held_bytes() between calls: longest needle - 1.
+    std::size_t max_hold_back() const noexcept { return max_len_ > 0 ? max_len_ - 1 : 0; }
+
+private:
+    friend class Redactor;
+    struct ScanState {
+        bool in_region = false;     // inside a run of overlapping matches
+        std::size_t region_end = 0; // exclusive, relative to the buffer being scanned
+    };
+    struct Hit;
+
+    Hit find(std::string_view data, std::size_t from, std::size_t limit, bool final) const;
+    Hit check_at(std::string_view data, std::size_t pos, bool final) const;
+    std::size_t scan(std::string_view data, std::size_t pos, std::size_t limit, bool final,
+                     ScanState& state, std::string& out) const;
+
+    // Sorted, so the needles starting with byte c are [first_index_[c], first_index_[c + 1]).
+    std::vector<Secret> needles_;
+    std::vector<std::uint32_t> first_index_;
+    // Skip table over the last `block_` bytes of a window of min_len_ bytes:
+    // how far the window may move before any needle could start in it.
+    std::vector<std::uint8_t> shift_;
+    std::size_t block_ = 1;
+    std::size_t min_len_ = 0;
+    std::size_t max_len_ = 0;
+    std::string placeholder_;
+};
+
+// The streaming state of one response body. Not thread-safe for
+// feed()/finish(); the patterns may be shared by any number of Redactors.
+class Redactor {
+public:
+    explicit Redactor(std::shared_ptr<const RedactionPatterns> patterns);
+    // Builds patterns of its own (see RedactionPatterns for what throws).
     Redactor(const std::vector<Secret>& secrets, std::string placeholder);
     Redactor(const Secret& secret, std::string placeholder);
 
     Redactor(const Redactor&) = delete;
     Redactor& operator=(const Redactor&) = delete;
     // Move construction only: a defaulted move assignment would free the old
-    // tables without wiping them.
+    // stream buffers without wiping them.
     Redactor(Redactor&&) noexcept = default;
     Redactor& operator=(Redactor&&) = delete;
     ~Redactor();
@@ -66,42 +114,19 @@ public:
     void finish(std::string& out);
 
     // Whole-value redaction (header values); independent of the stream state.
-    std::string redact_all(std::string_view in) const;
+    std::string redact_all(std::string_view in) const { return patterns_->redact_all(in); }
+    bool contains_secret(std::string_view in) const { return patterns_->contains_secret(in); }
 
-    // Whether any needle occurs in `in`.
-    bool contains_secret(std::string_view in) const;
-
-    const std::string& placeholder() const noexcept { return placeholder_; }
-    std::size_t needle_count() const noexcept { return needles_.size(); }
-    // Upper bound of held_bytes() between calls: longest needle - 1.
-    std::size_t max_hold_back() const noexcept { return max_len_ > 0 ? max_len_ - 1 : 0; }
+    const std::string& placeholder() const noexcept { return patterns_->placeholder(); }
+    std::size_t needle_count() const noexcept { return patterns_->needle_count(); }
+    std::size_t max_hold_back() const noexcept { return patterns_->max_hold_back(); }
     std::size_t held_bytes() const noexcept { return held_.size(); }
 
 private:
-    struct ScanState {
-        bool in_region = false;     // inside a run of overlapping matches
-        std::size_t region_end = 0; // exclusive, relative to the buffer being scanned
-    };
-    struct Hit;
-
-    Hit find(std::string_view data, std::size_t from, std::size_t limit, bool final) const;
-    Hit check_at(std::string_view data, std::size_t pos, bool final) const;
-    std::size_t scan(std::string_view data, std::size_t pos, std::size_t limit, bool final,
-                     ScanState& state, std::string& out) const;
     void hold(std::string_view data, std::size_t from);
 
-    // Sorted, so the needles starting with byte c are [first_index_[c], first_index_[c + 1]).
-    std::vector<Secret> needles_;
-    std::vector<std::uint32_t> first_index_;
-    // Skip table over the last `block_` bytes of a window of min_len_ bytes:
-    // how far the window may move before any needle could start in it.
-    std::vector<std::uint8_t> shift_;
-    std::size_t block_ = 1;
-    std::size_t min_len_ = 0;
-    std::size_t max_len_ = 0;
-    std::string placeholder_;
-
-    ScanState state_;
+    std::shared_ptr<const RedactionPatterns> patterns_;
+    RedactionPatterns::ScanState state_;
     std::string held_;   // undecided tail of the stream, at most max_hold_back() bytes
     std::string joined_; // held_ + the head of the next input, reused across feeds
 };

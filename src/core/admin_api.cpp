@@ -347,7 +347,8 @@ std::shared_ptr<const GatewayState> compose_state(const GatewayState& config_sta
         vault.from_config = false;
         for (const auto& c : stored.credentials)
             if (!c.value.empty()) vault.credentials.emplace(c.name, c.value);
-        for (const auto& s : stored.services) vault.services.push_back(ServiceBinding{s.id, s.config});
+        for (const auto& s : stored.services) vault.services.push_back(ServiceBinding{s.id, s.config, nullptr});
+        prepare_redaction(vault, nullptr);
         api_vault_names.emplace(stored.id, stored.name);
         state->vaults.emplace(stored.name, std::move(vault));
     }

@@ -109,7 +109,8 @@ Vault build_vault(const Config& config, std::size_t index, std::vector<std::stri
     }
 
     for (std::size_t i = 0; i < vc.services.size(); ++i)
-        vault.services.push_back(ServiceBinding{vc.name + "/" + std::to_string(i), vc.services[i]});
+        vault.services.push_back(ServiceBinding{vc.name + "/" + std::to_string(i), vc.services[i], nullptr});
+    prepare_redaction(vault, &warnings);
     return vault;
 }
 
@@ -147,7 +148,43 @@ bool has_dot_segment(std::string_view path) {
     return is_dot_segment(seg);
 }
 
+// What an origin may echo: the credential, and for basic auth the
+// "user:secret" pair whose base64 is the header value.
+std::shared_ptr<const RedactionPatterns> redaction_patterns(const AuthSpec& auth, const Secret& secret) {
+    std::vector<Secret> needles{secret};
+    if (auth.type == AuthType::basic) {
+        // Built in one buffer that the Secret takes over, so no copy is left unwiped.
+        const std::string_view raw = secret.reveal();
+        std::string user_secret;
+        user_secret.reserve(auth.user.size() + 1 + raw.size());
+        user_secret.append(auth.user).append(1, ':').append(raw);
+        needles.emplace_back(std::move(user_secret));
+        wipe_string(user_secret);
+    }
+    try {
+        return std::make_shared<const RedactionPatterns>(needles, "vaultgate-placeholder-" + auth.key);
+    } catch (const std::invalid_argument&) {
+        // The secret occurs in its own placeholder (a very short secret):
+        // redacting would put it back.
+        return nullptr;
+    }
+}
+
 }  // namespace
+
+void prepare_redaction(Vault& vault, std::vector<std::string>* warnings) {
+    for (auto& service : vault.services) {
+        service.redaction = nullptr;
+        if (!service.config.redact_response) continue;
+        const auto cred = vault.credentials.find(service.config.auth.key);
+        if (cred == vault.credentials.end()) continue;
+        service.redaction = redaction_patterns(service.config.auth, cred->second);
+        if (!service.redaction && warnings)
+            warnings->push_back("vault " + vault.name + ": credential " + service.config.auth.key +
+                                " occurs in its redaction placeholder; requests to " + service.config.host +
+                                " are refused (502 redaction_unavailable)");
+    }
+}
 
 bool path_has_prefix(std::string_view path, std::string_view prefix) {
     // Only the path is compared; a query string belongs to no prefix.

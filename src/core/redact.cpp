@@ -72,17 +72,14 @@ void wipe_vector(std::vector<T>& v) noexcept {
 
 }  // namespace
 
-struct Redactor::Hit {
+struct RedactionPatterns::Hit {
     enum class Kind { none, match, pending };
     Kind kind = Kind::none;
     std::size_t pos = 0;  // match or pending: where; none: the limit
     std::size_t end = 0;  // match: end of the longest needle starting at pos
 };
 
-Redactor::Redactor(const Secret& secret, std::string placeholder)
-    : Redactor(std::vector<Secret>{secret}, std::move(placeholder)) {}
-
-Redactor::Redactor(const std::vector<Secret>& secrets, std::string placeholder)
+RedactionPatterns::RedactionPatterns(const std::vector<Secret>& secrets, std::string placeholder)
     : placeholder_(std::move(placeholder)) {
     if (placeholder_.empty()) throw std::invalid_argument("redaction placeholder is empty");
 
@@ -147,10 +144,23 @@ Redactor::Redactor(const std::vector<Secret>& secrets, std::string placeholder)
     }
 }
 
-Redactor::~Redactor() {
+RedactionPatterns::~RedactionPatterns() {
     // The tables reveal which bytes and byte pairs the secrets contain.
     wipe_vector(shift_);
     wipe_vector(first_index_);
+}
+
+Redactor::Redactor(std::shared_ptr<const RedactionPatterns> patterns) : patterns_(std::move(patterns)) {
+    if (!patterns_) throw std::invalid_argument("a Redactor needs patterns");
+}
+
+Redactor::Redactor(const std::vector<Secret>& secrets, std::string placeholder)
+    : Redactor(std::make_shared<const RedactionPatterns>(secrets, std::move(placeholder))) {}
+
+Redactor::Redactor(const Secret& secret, std::string placeholder)
+    : Redactor(std::vector<Secret>{secret}, std::move(placeholder)) {}
+
+Redactor::~Redactor() {
     wipe_string(held_);
     wipe_string(joined_);
 }
@@ -159,7 +169,7 @@ Redactor::~Redactor() {
 // past the end of `data` and agrees with every byte there is: only more input
 // can tell, and a shorter needle matching here must wait too, because the longer
 // one would change where the redaction ends.
-Redactor::Hit Redactor::check_at(std::string_view data, std::size_t pos, bool final) const {
+RedactionPatterns::Hit RedactionPatterns::check_at(std::string_view data, std::size_t pos, bool final) const {
     const auto c = static_cast<unsigned char>(data[pos]);
     const std::size_t avail = data.size() - pos;
     const char* at = data.data() + pos;
@@ -182,7 +192,7 @@ Redactor::Hit Redactor::check_at(std::string_view data, std::size_t pos, bool fi
 // Worst case this is O(bytes x needle bytes), but that takes text that agrees
 // with long stretches of a secret, which a sandbox cannot produce without
 // already knowing it.
-Redactor::Hit Redactor::find(std::string_view data, std::size_t from, std::size_t limit,
+RedactionPatterns::Hit RedactionPatterns::find(std::string_view data, std::size_t from, std::size_t limit,
                              bool final) const {
     const std::size_t n = data.size();
     const auto* d = reinterpret_cast<const unsigned char*>(data.data());
@@ -231,7 +241,7 @@ Redactor::Hit Redactor::find(std::string_view data, std::size_t from, std::size_
 // Decides positions [pos, limit) of data, appending plain bytes and
 // placeholders to out. Returns where it stopped: limit, or the first pending
 // position. Bytes inside a region are dropped as they are passed.
-std::size_t Redactor::scan(std::string_view data, std::size_t pos, std::size_t limit, bool final,
+std::size_t RedactionPatterns::scan(std::string_view data, std::size_t pos, std::size_t limit, bool final,
                            ScanState& state, std::string& out) const {
     for (;;) {
         if (state.in_region) {
@@ -270,7 +280,8 @@ void Redactor::hold(std::string_view data, std::size_t from) {
 }
 
 void Redactor::feed(std::string_view in, std::string& out) {
-    if (needles_.empty()) {
+    const RedactionPatterns& p = *patterns_;
+    if (p.needles_.empty()) {
         out.append(in);
         return;
     }
@@ -281,10 +292,10 @@ void Redactor::feed(std::string_view in, std::string& out) {
         // position then sees a full window of max_len_ bytes, and the bulk of
         // `in` is scanned in place rather than copied.
         const std::size_t h = held_.size();
-        const std::size_t take = std::min(in.size(), max_len_ - 1);
+        const std::size_t take = std::min(in.size(), p.max_len_ - 1);
         joined_.assign(held_);
         joined_.append(in.substr(0, take));
-        const std::size_t stop = scan(joined_, 0, h, false, state_, out);
+        const std::size_t stop = p.scan(joined_, 0, h, false, state_, out);
         if (stop < h) {
             // Only possible when `in` was too short to decide, so all of it is in joined_.
             assert(take == in.size());
@@ -293,19 +304,19 @@ void Redactor::feed(std::string_view in, std::string& out) {
         }
         if (state_.in_region) state_.region_end -= h;
     }
-    const std::size_t stop = scan(in, 0, in.size(), false, state_, out);
+    const std::size_t stop = p.scan(in, 0, in.size(), false, state_, out);
     hold(in, stop);
 }
 
 void Redactor::finish(std::string& out) {
     if (!held_.empty() || state_.in_region) {
-        scan(held_, 0, held_.size(), true, state_, out);
+        patterns_->scan(held_, 0, held_.size(), true, state_, out);
     }
     wipe_string(held_);
-    state_ = ScanState{};
+    state_ = RedactionPatterns::ScanState{};
 }
 
-std::string Redactor::redact_all(std::string_view in) const {
+std::string RedactionPatterns::redact_all(std::string_view in) const {
     std::string out;
     if (needles_.empty()) {
         out.assign(in);
@@ -317,7 +328,7 @@ std::string Redactor::redact_all(std::string_view in) const {
     return out;
 }
 
-bool Redactor::contains_secret(std::string_view in) const {
+bool RedactionPatterns::contains_secret(std::string_view in) const {
     if (needles_.empty()) return false;
     return find(in, 0, in.size(), true).kind == Hit::Kind::match;
 }

@@ -175,7 +175,7 @@ awaitable<bool> send_request(ExchangeIo<Client, Upstream>& io, std::string& wire
         co_await write_all(io.client, std::string_view("HTTP/1.1 100 Continue\r\n\r\n"), io.watchdog,
                            io.limits.idle_timeout);
     bool chunked = req.framing.kind == BodyKind::chunked;
-    BodyWriter<Upstream> writer{&*io.upstream, &io.watchdog, io.limits.idle_timeout, chunked, {}};
+    BodyWriter<Upstream> writer{&*io.upstream, &io.watchdog, io.limits.idle_timeout, chunked, {}, {}};
     // (An if, not a conditional expression: GCC 12 miscompiles co_await inside ?:.)
     BodyResult body;
     if (chunked)

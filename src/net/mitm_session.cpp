@@ -306,26 +306,9 @@ awaitable<bool> MitmSession::serve_one() {
     // A spliced WebSocket cannot be scanned, so redacted services get no upgrade.
     exchange.websocket = !redact && is_websocket_upgrade(req, tokens);
     std::optional<Redactor> redactor;
-    if (redact) {
-        const auto& auth = binding->service->config.auth;
-        std::vector<Secret> needles{*binding->secret};
-        if (auth.type == AuthType::basic) {
-            // An origin echoing the header reflects base64("user:secret"). Built
-            // in one buffer that the Secret takes over, so no copy is left unwiped.
-            const std::string_view secret = binding->secret->reveal();
-            std::string user_secret;
-            user_secret.reserve(auth.user.size() + 1 + secret.size());
-            user_secret.append(auth.user).append(1, ':').append(secret);
-            needles.emplace_back(std::move(user_secret));
-            wipe_string(user_secret);
-        }
-        try {
-            redactor.emplace(needles, "vaultgate-placeholder-" + auth.key);
-            exchange.redactor = &*redactor;
-        } catch (const std::invalid_argument&) {
-            // The secret occurs in its own placeholder (a very short secret):
-            // redacting would put it back. Refused, never passed unredacted.
-        }
+    if (redact && binding->service->redaction) {
+        redactor.emplace(binding->service->redaction);
+        exchange.redactor = &*redactor;
     }
     if (redact && !exchange.redactor) {
         co_await reply(error_response(502, "redaction_unavailable",

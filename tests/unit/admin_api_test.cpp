@@ -463,6 +463,10 @@ TEST_F(AdminApiTest, Services) {
     ASSERT_EQ(vault.services.size(), 1u);
     EXPECT_EQ(vault.services[0].id, sid);
     EXPECT_EQ(vault.services[0].config.host, "api.example.com");
+    // The published state carries the service's redaction tables, built from
+    // the vault's credential.
+    ASSERT_NE(vault.services[0].redaction, nullptr);
+    EXPECT_EQ(vault.services[0].redaction->redact_all(api_secret), "vaultgate-placeholder-TOKEN");
 
     const json got = parse(call("GET", "/v1/vaults/" + id));
     ASSERT_EQ(got["services"].size(), 1u);

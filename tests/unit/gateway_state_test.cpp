@@ -101,6 +101,75 @@ vaults:
     EXPECT_EQ(warnings[1], "vault v: credential B is not set (env VG_TEST_EMPTY_KEY)");
 }
 
+// Redaction tables are built with the state, once per redacting service; each
+// response then only gets the streaming state.
+TEST(GatewayStateTest, RedactingServicesGetTheirTablesWhenTheStateIsBuilt) {
+    ScopedEnv key("VG_TEST_REDACT_KEY", "sk-redact-0123456789");
+    ScopedEnv pass("VG_TEST_BASIC_PASS", "hunter2-password");
+    std::vector<std::string> warnings;
+    const auto state = build(R"(
+vaults:
+  - name: v
+    credentials:
+      K: { env: VG_TEST_REDACT_KEY }
+      P: { env: VG_TEST_BASIC_PASS }
+    services:
+      - host: plain.test
+        auth: { type: api-key, key: K }
+      - host: redacted.test
+        auth: { type: api-key, key: K }
+        redact_response: true
+      - host: basic.test
+        auth: { type: basic, user: alice, key: P }
+        redact_response: true
+)",
+                             warnings);
+    EXPECT_TRUE(warnings.empty());
+    const auto& services = state->vaults.at("v").services;
+    ASSERT_EQ(services.size(), 3u);
+    EXPECT_EQ(services[0].redaction, nullptr);
+    ASSERT_NE(services[1].redaction, nullptr);
+    EXPECT_EQ(services[1].redaction->placeholder(), "vaultgate-placeholder-K");
+    EXPECT_EQ(services[1].redaction->redact_all("x sk-redact-0123456789 y"), "x vaultgate-placeholder-K y");
+    // Basic auth: the base64 of "alice:password" is what an origin echoes.
+    ASSERT_NE(services[2].redaction, nullptr);
+    EXPECT_TRUE(services[2].redaction->contains_secret("YWxpY2U6aHVudGVyMi1wYXNzd29yZA=="));
+    EXPECT_TRUE(services[2].redaction->contains_secret("hunter2-password"));
+
+    // Two Redactors share the tables; their stream states are their own.
+    Redactor a(services[1].redaction);
+    Redactor b(services[1].redaction);
+    std::string out_a;
+    std::string out_b;
+    a.feed("sk-redact-01", out_a);
+    b.feed("nothing here", out_b);
+    a.feed("23456789!", out_a);
+    a.finish(out_a);
+    b.finish(out_b);
+    EXPECT_EQ(out_a, "vaultgate-placeholder-K!");
+    EXPECT_EQ(out_b, "nothing here");
+}
+
+TEST(GatewayStateTest, ACredentialInsideItsOwnPlaceholderIsReportedWhenTheStateIsBuilt) {
+    ScopedEnv key("VG_TEST_SHORT_KEY", "place");
+    std::vector<std::string> warnings;
+    const auto state = build(R"(
+vaults:
+  - name: v
+    credentials:
+      SHORT: { env: VG_TEST_SHORT_KEY }
+    services:
+      - host: redacted.test
+        auth: { type: api-key, key: SHORT }
+        redact_response: true
+)",
+                             warnings);
+    EXPECT_EQ(state->vaults.at("v").services.at(0).redaction, nullptr);
+    ASSERT_EQ(warnings.size(), 1u);
+    EXPECT_EQ(warnings[0], "vault v: credential SHORT occurs in its redaction placeholder; requests to "
+                           "redacted.test are refused (502 redaction_unavailable)");
+}
+
 struct FileCase {
     const char* name;
     std::string content;
