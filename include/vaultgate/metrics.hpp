@@ -31,6 +31,7 @@ public:
     std::string render(std::uint64_t cert_cache_hits, std::uint64_t cert_cache_misses) const;
 
     std::uint64_t active_connections() const { return active_connections_.load(std::memory_order_relaxed); }
+    std::uint64_t connections_total() const { return connections_total_.load(std::memory_order_relaxed); }
 
 private:
     std::atomic<std::uint64_t> connections_total_{0};

@@ -9,6 +9,7 @@
 #include "vaultgate/gateway_state.hpp"
 #include "vaultgate/server.hpp"
 #include "vaultgate/store.hpp"
+#include "vaultgate/trim_schedule.hpp"
 
 #include <csignal>
 #include <cstdio>
@@ -165,6 +166,7 @@ int serve(const Args& args) {
     server->start();
     sd_notify_state("READY=1\nSTATUS=serving");
 
+    TrimSchedule trim;
     for (;;) {
         // Wakes at least once a second to close sessions whose TTL ran out.
         timespec tick{1, 0};
@@ -173,7 +175,8 @@ int serve(const Args& args) {
             api->expire_sessions(std::chrono::system_clock::now());
             // Give memory freed by closed or parked connections back to the
             // system, so a burst of connections does not leave the RSS high.
-            malloc_trim(0);
+            const Metrics& metrics = server->metrics();
+            if (trim.due(metrics.connections_total(), metrics.active_connections())) malloc_trim(0);
             continue;
         }
         if (sig == SIGHUP) {
