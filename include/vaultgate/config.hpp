@@ -66,6 +66,10 @@ struct Limits {
     std::chrono::milliseconds drain_timeout{15000};
     std::chrono::milliseconds connect_timeout{10000};    // upstream TCP + TLS
     std::chrono::milliseconds response_timeout{60000};   // upstream response head
+    // How long an upstream connection waits in the pool for the next request of
+    // its session. Shorter than common server keep-alive timeouts (nginx: 75 s),
+    // so a pooled connection is rarely one the origin is about to close.
+    std::chrono::milliseconds upstream_idle_timeout{30000};
     std::size_t worker_threads = 0;                      // 0 = auto, see auto_worker_threads()
 };
 

@@ -448,7 +448,7 @@ private:
             e, path,
             {"max_connections", "max_connections_per_client", "header_bytes", "header_count", "handshake_timeout",
              "header_timeout", "idle_timeout", "drain_timeout", "connect_timeout", "response_timeout",
-             "worker_threads"});
+             "upstream_idle_timeout", "worker_threads"});
         constexpr auto any = std::numeric_limits<std::uint64_t>::max();
         auto count = [&](std::string_view key, std::size_t& out) {
             if (auto* p = find(f, key)) out = static_cast<std::size_t>(uint_value(*p, child(path, key), 1, any));
@@ -466,6 +466,7 @@ private:
         duration("drain_timeout", limits.drain_timeout);
         duration("connect_timeout", limits.connect_timeout);
         duration("response_timeout", limits.response_timeout);
+        duration("upstream_idle_timeout", limits.upstream_idle_timeout);
         if (auto* p = find(f, "worker_threads"))
             limits.worker_threads = static_cast<std::size_t>(uint_value(*p, child(path, "worker_threads"), 0, 256));
     }

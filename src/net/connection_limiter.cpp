@@ -11,22 +11,25 @@ namespace {
 constexpr std::size_t descriptors_per_connection = 2;
 constexpr std::size_t reserved_descriptors = 64;
 
-std::size_t connections_within_fd_limit() {
+std::size_t descriptors_within_limit() {
     rlimit lim{};
-    if (getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY) return SIZE_MAX;
+    if (getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY) return SIZE_MAX / 2;
     auto fds = static_cast<std::size_t>(lim.rlim_cur);
-    return fds > reserved_descriptors ? (fds - reserved_descriptors) / descriptors_per_connection : 0;
+    return fds > reserved_descriptors ? fds - reserved_descriptors : 0;
 }
 
 }  // namespace
 
-ConnectionLimiter::ConnectionLimiter(std::size_t max_total, std::size_t max_per_client)
-    : max_total_(max_total), max_per_client_(max_per_client), fd_budget_(connections_within_fd_limit()) {}
+ConnectionLimiter::ConnectionLimiter(std::size_t max_total, std::size_t max_per_client,
+                                     std::optional<std::size_t> descriptor_capacity)
+    : max_total_(max_total),
+      max_per_client_(max_per_client),
+      descriptor_capacity_(descriptor_capacity.value_or(descriptors_within_limit())) {}
 
 Admission ConnectionLimiter::try_admit(const std::string& client_ip) {
     std::lock_guard lock(mutex_);
     if (total_ >= max_total_) return Admission::total_cap;
-    if (total_ >= fd_budget_) return Admission::descriptors;
+    if ((total_ + 1) * descriptors_per_connection + pooled_ > descriptor_capacity_) return Admission::descriptors;
     auto& mine = per_client_[client_ip];
     if (mine >= max_per_client_) {
         if (mine == 0) per_client_.erase(client_ip);
@@ -47,6 +50,24 @@ void ConnectionLimiter::release(const std::string& client_ip) {
 std::size_t ConnectionLimiter::active() const {
     std::lock_guard lock(mutex_);
     return total_;
+}
+
+bool ConnectionLimiter::try_hold_pooled() {
+    std::lock_guard lock(mutex_);
+    if (pooled_ + 1 > descriptor_capacity_ / 4) return false;
+    if (total_ * descriptors_per_connection + pooled_ + 1 > descriptor_capacity_) return false;
+    ++pooled_;
+    return true;
+}
+
+void ConnectionLimiter::release_pooled() {
+    std::lock_guard lock(mutex_);
+    if (pooled_ > 0) --pooled_;
+}
+
+std::size_t ConnectionLimiter::pooled() const {
+    std::lock_guard lock(mutex_);
+    return pooled_;
 }
 
 }  // namespace vaultgate::net

@@ -1,11 +1,13 @@
 #pragma once
 // Admission of new client connections: a total cap, a per-client-address cap
 // (so one sandbox cannot take every slot), and a descriptor guard that refuses
-// new connections before the process runs out of file descriptors.
+// new connections before the process runs out of file descriptors. Pooled
+// upstream connections hold descriptors too, so the guard counts them.
 #include <condition_variable>
 #include <cstddef>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 
 namespace vaultgate::net {
@@ -14,11 +16,21 @@ enum class Admission { admitted, total_cap, per_client_cap, descriptors };
 
 class ConnectionLimiter {
 public:
-    ConnectionLimiter(std::size_t max_total, std::size_t max_per_client);
+    // descriptor_capacity: descriptors connections may use; by default the
+    // RLIMIT_NOFILE soft limit less a reserve for listeners, logs and the store.
+    ConnectionLimiter(std::size_t max_total, std::size_t max_per_client,
+                      std::optional<std::size_t> descriptor_capacity = std::nullopt);
 
     Admission try_admit(const std::string& client_ip);
     void release(const std::string& client_ip);
     std::size_t active() const;
+
+    // A pooled upstream connection's descriptor. Refused when the pool already
+    // holds a quarter of the capacity, or the descriptor is not free: clients
+    // come first, and a pooled connection is only a saving.
+    bool try_hold_pooled();
+    void release_pooled();
+    std::size_t pooled() const;
     // Blocks until no connection is left or the deadline passes.
     template <class TimePoint>
     bool wait_idle_until(TimePoint deadline) {
@@ -29,10 +41,11 @@ public:
 private:
     std::size_t max_total_;
     std::size_t max_per_client_;
-    std::size_t fd_budget_;   // connections the descriptor limit leaves room for
+    std::size_t descriptor_capacity_;
     mutable std::mutex mutex_;
     std::condition_variable idle_cv_;
     std::size_t total_ = 0;
+    std::size_t pooled_ = 0;
     std::map<std::string, std::size_t> per_client_;
 };
 

@@ -8,6 +8,7 @@
 #include "connection_limiter.hpp"
 #include "runtime.hpp"
 #include "tls_contexts.hpp"
+#include "upstream_pool.hpp"
 #include "vaultgate/diag_log.hpp"
 
 #include <fcntl.h>
@@ -102,6 +103,8 @@ public:
                            if (e) log_error("accept loop ended with an exception");
                        });
         for (auto& ctx : contexts_) {
+            asio::co_spawn(*ctx, sweep_upstream_pool(&limiter_, runtime_->config.limits.upstream_idle_timeout),
+                           asio::detached);
             threads_.emplace_back([c = ctx.get()] {
                 for (;;) {
                     try {

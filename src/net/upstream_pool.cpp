@@ -2,6 +2,8 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
+
 namespace vaultgate::net {
 
 std::string UpstreamPool::key(const std::string& session, const std::string& host, std::uint16_t port) {
@@ -22,13 +24,29 @@ bool UpstreamPool::usable(tls_stream& stream) {
     return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
 }
 
+UpstreamPool::~UpstreamPool() {
+    // The streams close with the map; their descriptors leave the budget.
+    dropped(total_);
+}
+
+void UpstreamPool::configure(ConnectionLimiter* limiter, clock::duration max_idle) {
+    limiter_ = limiter;
+    max_idle_ = max_idle;
+}
+
+void UpstreamPool::dropped(std::size_t count) {
+    total_ -= count;
+    if (limiter_)
+        for (std::size_t i = 0; i < count; ++i) limiter_->release_pooled();
+}
+
 void UpstreamPool::evict_expired() {
     auto now = clock::now();
     for (auto it = idle_.begin(); it != idle_.end();) {
         auto& list = it->second;
         auto before = list.size();
-        std::erase_if(list, [&](Idle& i) { return now - i.since > max_idle; });
-        total_ -= before - list.size();
+        std::erase_if(list, [&](Idle& i) { return now - i.since > max_idle_; });
+        dropped(before - list.size());
         it = list.empty() ? idle_.erase(it) : std::next(it);
     }
 }
@@ -40,8 +58,8 @@ std::optional<tls_stream> UpstreamPool::take(const std::string& key) {
     while (!it->second.empty()) {
         Idle idle = std::move(it->second.back());
         it->second.pop_back();
-        --total_;
-        if (now - idle.since <= max_idle && usable(idle.stream)) {
+        dropped(1);
+        if (now - idle.since <= max_idle_ && usable(idle.stream)) {
             if (it->second.empty()) idle_.erase(it);
             return std::move(idle.stream);
         }
@@ -52,16 +70,34 @@ std::optional<tls_stream> UpstreamPool::take(const std::string& key) {
 
 void UpstreamPool::give(const std::string& key, tls_stream stream) {
     evict_expired();
-    auto& list = idle_[key];
-    if (list.size() >= max_per_key || total_ >= max_total) return;  // closed as it goes out of scope
+    if (!limiter_) return;  // not configured: closed as it goes out of scope
+    auto found = idle_.find(key);
+    if (found != idle_.end() && found->second.size() >= max_per_key) return;
+    if (total_ >= max_total || !limiter_->try_hold_pooled()) return;
     stream.release_buffers();
-    list.push_back(Idle{std::move(stream), clock::now()});
+    idle_[key].push_back(Idle{std::move(stream), clock::now()});
     ++total_;
 }
 
 UpstreamPool& this_thread_upstream_pool() {
     thread_local UpstreamPool pool;
     return pool;
+}
+
+awaitable<void> sweep_upstream_pool(ConnectionLimiter* limiter, clock::duration max_idle) {
+    UpstreamPool& pool = this_thread_upstream_pool();
+    pool.configure(limiter, max_idle);
+    // A connection is closed at most a tenth of its timeout (at least 100 ms,
+    // at most 5 s) after it expired.
+    const clock::duration period =
+        std::clamp<clock::duration>(max_idle / 10, std::chrono::milliseconds(100), std::chrono::seconds(5));
+    asio::steady_timer timer(co_await asio::this_coro::executor);
+    for (;;) {
+        timer.expires_after(period);
+        auto [ec] = co_await timer.async_wait(use_tuple);
+        if (ec) co_return;
+        pool.evict_expired();
+    }
 }
 
 }  // namespace vaultgate::net

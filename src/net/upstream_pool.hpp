@@ -4,6 +4,11 @@
 // does not pay a new upstream handshake each time. The key includes the session:
 // a connection is never shared between sessions. One pool per I/O thread, so a
 // connection is only used on the thread whose reactor it is registered with.
+//
+// A connection waits at most the idle timeout: each I/O thread sweeps its pool
+// (sweep_upstream_pool), so connections do not outlive it on a quiet thread.
+// Each pooled descriptor is held in the connection limiter's budget.
+#include "connection_limiter.hpp"
 #include "read_buffer.hpp"
 #include "tls_socket.hpp"
 #include "types.hpp"
@@ -19,16 +24,25 @@ class UpstreamPool {
 public:
     static std::string key(const std::string& session, const std::string& host, std::uint16_t port);
 
+    UpstreamPool() = default;
+    UpstreamPool(const UpstreamPool&) = delete;
+    UpstreamPool& operator=(const UpstreamPool&) = delete;
+    ~UpstreamPool();
+
+    // Until configured, nothing is kept. Called on the I/O thread that owns the pool.
+    void configure(ConnectionLimiter* limiter, clock::duration max_idle);
+
     // A healthy idle connection for key, or nothing. Stale ones are closed.
     std::optional<tls_stream> take(const std::string& key);
-    // Keeps the connection for later (or closes it when the pool is full).
+    // Keeps the connection for later, or closes it when the pool or the
+    // descriptor budget is full.
     void give(const std::string& key, tls_stream stream);
+    // Closes the connections that waited longer than the idle timeout.
+    void evict_expired();
+    std::size_t size() const noexcept { return total_; }
 
     static constexpr std::size_t max_per_key = 16;
     static constexpr std::size_t max_total = 512;
-    // Shorter than common server keep-alive timeouts (nginx: 75 s), so a pooled
-    // connection is rarely one the origin is about to close.
-    static constexpr std::chrono::seconds max_idle{30};
 
 private:
     struct Idle {
@@ -36,13 +50,20 @@ private:
         clock::time_point since;
     };
     static bool usable(tls_stream& stream);
-    void evict_expired();
+    // Forgets `count` connections that were just closed or handed out.
+    void dropped(std::size_t count);
 
+    ConnectionLimiter* limiter_ = nullptr;
+    clock::duration max_idle_{};
     std::map<std::string, std::vector<Idle>> idle_;
     std::size_t total_ = 0;
 };
 
 // The pool of the calling I/O thread.
 UpstreamPool& this_thread_upstream_pool();
+
+// Runs on an I/O thread for as long as its io_context does: configures the
+// thread's pool and closes its expired connections every few seconds.
+awaitable<void> sweep_upstream_pool(ConnectionLimiter* limiter, clock::duration max_idle);
 
 }  // namespace vaultgate::net

@@ -210,6 +210,7 @@ void RecordingUpstream::serve(std::shared_ptr<tcp::socket> socket) {
     }
     // Close like a real server does when it is done, so tunnels see the end.
     ::shutdown(socket->native_handle(), SHUT_RDWR);
+    ++connections_ended_;
 }
 
 template <class Stream>
@@ -856,6 +857,15 @@ std::string serve_config(const TempDir& dir, const TestPki& pki, std::uint16_t b
 }
 
 // ---------------------------------------------------------------- base_config
+
+bool eventually(const std::function<bool()>& condition, int timeout_ms) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    for (;;) {
+        if (condition()) return true;
+        if (std::chrono::steady_clock::now() >= deadline) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+}
 
 std::string base_config(const TempDir& dir, const TestPki& pki, std::uint16_t bound_port, std::uint16_t other_port,
                         const std::string& extra_service_yaml, const std::string& extra_policy_yaml) {

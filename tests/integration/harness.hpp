@@ -86,6 +86,8 @@ public:
     std::string raw() const;                      // every byte of every connection, decrypted
     std::size_t connections() const { return connections_; }
     std::size_t tls_handshakes() const { return handshakes_; }
+    // Connections whose serving ended: the peer closed, or a read failed.
+    std::size_t connections_ended() const { return connections_ended_; }
     void release_sse();
 
 private:
@@ -108,6 +110,7 @@ private:
     std::string raw_;
     std::atomic<std::size_t> connections_{0};
     std::atomic<std::size_t> handshakes_{0};
+    std::atomic<std::size_t> connections_ended_{0};
     std::atomic<bool> stopping_{false};
     std::vector<std::shared_ptr<tcp::socket>> sockets_;
 };
@@ -249,6 +252,10 @@ std::uint16_t free_port(const std::string& ip = "127.0.0.1");
 
 // A config with the proxy on port 0, the test PKI, a bound service for
 // api.bound.test on the upstream's port, and other.test allowed.
+// Checks `condition` every 10 ms until it holds (true) or timeout_ms pass
+// (false): for outcomes that follow a request asynchronously.
+bool eventually(const std::function<bool()>& condition, int timeout_ms = 5000);
+
 std::string base_config(const TempDir& dir, const TestPki& pki, std::uint16_t bound_port, std::uint16_t other_port,
                         const std::string& extra_service_yaml = "", const std::string& extra_policy_yaml = "");
 

@@ -179,6 +179,42 @@ TEST_F(LimitsTest, PerClientCapRefusesTheExtraConnectionOnly) {
     held.clear();
 }
 
+// 72 descriptors leave 8 for connections (64 are kept in reserve): four
+// clients with their upstreams, of which pooled upstream connections may take
+// at most a quarter, and each pooled one leaves less room for clients.
+TEST_F(LimitsTest, PooledUpstreamConnectionsCountAgainstTheDescriptorBudget) {
+    start("  handshake_timeout: 30s\n", 72);
+    const std::string get = "GET /echo HTTP/1.1\r\nHost: " + bound_authority() + "\r\n";
+    std::vector<std::unique_ptr<RawClient>> clients;
+    for (int i = 0; i < 3; ++i) {
+        clients.push_back(open_bound());
+        clients.back()->write(get + "\r\n");
+        auto r = clients.back()->read_response();
+        ASSERT_TRUE(r);
+        EXPECT_EQ(r->status, 200);
+    }
+    ASSERT_EQ(bound_.connections(), 3u);
+    // Each client ends; its upstream connection is offered to the pool. Two
+    // are kept, the third does not fit and is closed.
+    for (auto& c : clients) {
+        c->write(get + "Connection: close\r\n\r\n");
+        auto r = c->read_response();
+        ASSERT_TRUE(r);
+        EXPECT_EQ(r->status, 200);
+        EXPECT_TRUE(c->closed_by_peer());
+    }
+    clients.clear();
+    EXPECT_TRUE(eventually([&] { return bound_.connections_ended() == 1; }));
+
+    // With two descriptors pooled, three clients fit and a fourth does not.
+    std::vector<std::unique_ptr<RawClient>> held;
+    for (int i = 0; i < 3; ++i) held.push_back(open_bound());
+    RawClient extra(proc_->proxy_port());
+    EXPECT_TRUE(extra.closed_by_peer(3000));
+    EXPECT_EQ(bound_.connections_ended(), 1u);  // the pooled ones are still open
+    held.clear();
+}
+
 TEST_F(LimitsTest, DescriptorExhaustionDoesNotSpinAndRecovers) {
     start("  handshake_timeout: 30s\n", 96);
     double cpu_before = proc_->cpu_seconds();

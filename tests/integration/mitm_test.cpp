@@ -362,6 +362,29 @@ TEST_F(MitmTest, NextConnectionOfTheSameSessionReusesTheUpstreamConnection) {
     EXPECT_EQ(bound_.connections(), 1u);
 }
 
+TEST_F(MitmTest, APooledUpstreamConnectionIsClosedWhenItsIdleTimeoutRunsOut) {
+    auto yaml = base_config(dir_, pki_, bound_.port(), other_.port());
+    const std::string limits = "  idle_timeout: 10s\n";
+    yaml.replace(yaml.find(limits), limits.size(), limits + "  upstream_idle_timeout: 300ms\n");
+    proxy_ = std::make_unique<ProxyUnderTest>(yaml, 1);
+    auto c = open_bound();
+    c->write(get("/echo", "Connection: close\r\n"));
+    auto r = c->read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_TRUE(c->closed_by_peer());
+    // No further traffic reaches the proxy: its sweep alone closes the pooled
+    // connection once it has waited 300 ms.
+    EXPECT_TRUE(eventually([&] { return bound_.connections_ended() == 1; }));
+    // The next request of the session opens a new upstream connection.
+    auto again = open_bound();
+    again->write(get("/echo"));
+    r = again->read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(bound_.connections(), 2u);
+}
+
 TEST_F(MitmTest, OneMebibytePostArrivesWhole) {
     auto c = open_bound();
     std::string body(1 << 20, 'b');

@@ -286,6 +286,7 @@ TEST(ConfigTest, EmptyFileGivesDefaults) {
         EXPECT_EQ(c.limits.drain_timeout, 15s);
         EXPECT_EQ(c.limits.connect_timeout, 10s);
         EXPECT_EQ(c.limits.response_timeout, 60s);
+        EXPECT_EQ(c.limits.upstream_idle_timeout, 30s);
         EXPECT_EQ(c.limits.worker_threads, 0u);
         // No sessions, vaults or policies unless written down: then every
         // request needs Proxy-Authorization.
@@ -323,6 +324,9 @@ upstream:
 }
 
 TEST(ConfigTest, WorkerThreadsAreAutoOrACountUpTo256) {
+    EXPECT_EQ(parse_config("limits:\n  upstream_idle_timeout: 250ms\n", "w.yaml").limits.upstream_idle_timeout,
+              250ms);
+    EXPECT_THROW(parse_config("limits:\n  upstream_idle_timeout: 0s\n", "w.yaml"), ConfigError);
     EXPECT_EQ(parse_config("limits:\n  worker_threads: 3\n", "w.yaml").limits.worker_threads, 3u);
     EXPECT_EQ(parse_config("limits:\n  worker_threads: 0\n", "w.yaml").limits.worker_threads, 0u);
     for (const char* bad : {"limits:\n  worker_threads: 257\n", "limits:\n  worker_threads: -1\n",
