@@ -1,6 +1,7 @@
 #include "admin_client.hpp"
 
 #include "vaultgate/bootstrap_env.hpp"
+#include "vaultgate/encoding.hpp"
 #include "vaultgate/json_text.hpp"
 
 #include <nlohmann/json.hpp>
@@ -511,21 +512,6 @@ int report_api_errors(const std::function<int()>& command) {
     }
 }
 
-std::string url_encode(std::string_view text) {
-    static constexpr char hex[] = "0123456789ABCDEF";
-    std::string out;
-    for (char ch : text) {
-        auto c = static_cast<unsigned char>(ch);
-        if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
-            out += ch;
-        } else {
-            out += '%';
-            out += hex[c >> 4];
-            out += hex[c & 0xf];
-        }
-    }
-    return out;
-}
 
 // ---- secrets on the way through ---------------------------------------------
 

@@ -4,6 +4,7 @@
 // than Asio: these commands make a handful of requests to a local server, and
 // the CLI should stay cheap to compile.
 #include "commands.hpp"
+#include "vaultgate/encoding.hpp"  // percent_encode for path segments and query values
 #include "vaultgate/secret.hpp"
 
 #include <nlohmann/json_fwd.hpp>
@@ -114,10 +115,6 @@ nlohmann::json parse_body(const AdminResponse& response, const AdminClient& clie
 
 // Runs a command; an ApiError becomes "vaultgate: <code>: <message>" and exit 1.
 int report_api_errors(const std::function<int()>& command);
-
-// Percent-encodes all but RFC 3986 unreserved bytes: for path segments and
-// query values made of user input.
-std::string url_encode(std::string_view text);
 
 // ---- secrets on the way through ---------------------------------------------
 

@@ -75,7 +75,7 @@ int print_raw(const AdminResponse& response) {
     return 0;
 }
 
-std::string vault_path(const std::string& id) { return "/v1/vaults/" + url_encode(id); }
+std::string vault_path(const std::string& id) { return "/v1/vaults/" + percent_encode(id); }
 
 // ---- vault ------------------------------------------------------------------
 
@@ -179,7 +179,7 @@ int send_credential(const AdminClient& client, const CommandLine& cl, bool rotat
     Secret value = read_credential_value(cl);
     std::string body = credential_body(rotate ? "" : name, value);
     ScopedWipe wipe_body(body);
-    auto response = rotate ? client.request("PUT", vault_path(id) + "/credentials/" + url_encode(name), body)
+    auto response = rotate ? client.request("PUT", vault_path(id) + "/credentials/" + percent_encode(name), body)
                            : client.request("POST", vault_path(id) + "/credentials", body);
     expect_status(response, rotate ? std::initializer_list<int>{200, 201, 204} : std::initializer_list<int>{200, 201},
                   client);
@@ -194,7 +194,7 @@ int vault_remove(const AdminClient& client, const CommandLine& cl, const char* w
     const std::string& item = cl.positional[1];
     bool credential = std::string_view(what) == "credential";
     auto response = client.request(
-        "DELETE", vault_path(id) + (credential ? "/credentials/" : "/services/") + url_encode(item));
+        "DELETE", vault_path(id) + (credential ? "/credentials/" : "/services/") + percent_encode(item));
     expect_status(response, {200, 204}, client);
     if (cl.flag("--json")) return print_raw(response);
     std::printf("removed %s %s from vault %s\n", what, item.c_str(), id.c_str());
@@ -291,7 +291,7 @@ int session_create(const AdminClient& client, const CommandLine& cl) {
 
 int session_delete(const AdminClient& client, const CommandLine& cl) {
     expect_positionals(cl, 1, "session delete ID");
-    auto response = client.request("DELETE", "/v1/sessions/" + url_encode(cl.positional[0]));
+    auto response = client.request("DELETE", "/v1/sessions/" + percent_encode(cl.positional[0]));
     expect_status(response, {200, 204}, client);
     if (cl.flag("--json")) return print_raw(response);
     std::printf("deleted session %s\n", cl.positional[0].c_str());
@@ -423,7 +423,7 @@ int logs_command(const Args& args) {
     expect_positionals(cl, 0, "logs [--vault V] [--session S] [--limit N] [--follow] [--json]");
     std::string query;
     auto add = [&](const char* key, const std::string& value) {
-        query += (query.empty() ? "?" : "&") + std::string(key) + "=" + url_encode(value);
+        query += (query.empty() ? "?" : "&") + std::string(key) + "=" + percent_encode(value);
     };
     if (auto v = cl.value("--vault")) add("vault", *v);
     if (auto s = cl.value("--session")) add("session", *s);

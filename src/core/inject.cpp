@@ -9,7 +9,8 @@
 // secret here are wiped before they are released.
 #include "vaultgate/inject.hpp"
 
-#include <openssl/evp.h>
+#include "vaultgate/encoding.hpp"
+
 
 #include <algorithm>
 #include <stdexcept>
@@ -63,31 +64,6 @@ void require_field_value(std::string_view value, const char* what) {
     }
 }
 
-bool is_unreserved(unsigned char c) {
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-' ||
-           c == '.' || c == '_' || c == '~';
-}
-
-std::size_t url_encoded_size(std::string_view s) {
-    std::size_t n = 0;
-    for (char c : s) n += is_unreserved(static_cast<unsigned char>(c)) ? 1 : 3;
-    return n;
-}
-
-void append_url_encoded(std::string& out, std::string_view s) {
-    static constexpr char hex[] = "0123456789ABCDEF";
-    for (char ch : s) {
-        auto c = static_cast<unsigned char>(ch);
-        if (is_unreserved(c)) {
-            out.push_back(ch);
-        } else {
-            out.push_back('%');
-            out.push_back(hex[c >> 4]);
-            out.push_back(hex[c & 0x0f]);
-        }
-    }
-}
-
 int hex_value(char c) {
     if (c >= '0' && c <= '9') return c - '0';
     if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -128,8 +104,6 @@ std::string_view effective_template(const AuthSpec& spec) {
     // the only reading that makes sense.
     return spec.value_template.empty() ? secret_marker : std::string_view(spec.value_template);
 }
-
-std::size_t base64_size(std::size_t n) { return 4 * ((n + 2) / 3); }
 
 // Refuses inputs that would corrupt the serialised head, before anything in
 // the head is touched.
@@ -177,19 +151,10 @@ void build_value(std::string& out, const AuthSpec& spec, std::string_view secret
         pair.append(secret);
 
         constexpr std::string_view prefix = "Basic ";
-        std::size_t encoded = base64_size(pair.size());
-        out.reserve(prefix.size() + encoded);
+        out.reserve(prefix.size() + base64_size(pair.size()));
         out.append(prefix);
-        // resize() leaves room for the NUL that EVP_EncodeBlock writes after the output.
-        out.resize(prefix.size() + encoded);
-        int written = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data() + prefix.size()),
-                                      reinterpret_cast<const unsigned char*>(pair.data()),
-                                      static_cast<int>(pair.size()));
+        append_base64(out, pair, Base64Alphabet::standard, true);
         wipe_string(pair);
-        if (written < 0 || static_cast<std::size_t>(written) != encoded) {
-            wipe_string(out);
-            throw std::runtime_error("base64 encoding of the basic credential failed");
-        }
         return;
     }
     case AuthType::header: {
@@ -207,8 +172,8 @@ void build_value(std::string& out, const AuthSpec& spec, std::string_view secret
         return;
     }
     case AuthType::query:
-        out.reserve(url_encoded_size(secret));
-        append_url_encoded(out, secret);
+        out.reserve(percent_encoded_size(secret));
+        append_percent_encoded(out, secret);
         return;
     }
 }
@@ -278,7 +243,7 @@ void inject_query(RequestHead& head, const AuthSpec& spec, std::string_view secr
         pieces.emplace_back();
     }
 
-    std::size_t injected_size = url_encoded_size(param) + 1 + url_encoded_size(secret);
+    std::size_t injected_size = percent_encoded_size(param) + 1 + percent_encoded_size(secret);
     std::size_t total = path.size() + 1 + (pieces.size() - 1) + injected_size;
     for (auto p : pieces) total += p.size();
 
@@ -289,9 +254,9 @@ void inject_query(RequestHead& head, const AuthSpec& spec, std::string_view secr
     for (std::size_t i = 0; i < pieces.size(); ++i) {
         if (i > 0) out.push_back('&');
         if (i == slot) {
-            append_url_encoded(out, param);
+            append_percent_encoded(out, param);
             out.push_back('=');
-            append_url_encoded(out, secret);
+            append_percent_encoded(out, secret);
         } else {
             out.append(pieces[i]);
         }

@@ -1,5 +1,7 @@
 #include "vaultgate/redact.hpp"
 
+#include "vaultgate/encoding.hpp"
+
 #include <openssl/crypto.h>
 
 #include <algorithm>
@@ -11,58 +13,6 @@
 namespace vaultgate {
 
 namespace {
-
-constexpr char std_alphabet[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-constexpr char url_alphabet[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-std::string base64(std::string_view in, const char* alphabet, bool pad) {
-    std::string out;
-    out.reserve((in.size() + 2) / 3 * 4);
-    std::size_t i = 0;
-    for (; i + 3 <= in.size(); i += 3) {
-        const std::uint32_t v = static_cast<unsigned char>(in[i]) << 16 |
-                                static_cast<unsigned char>(in[i + 1]) << 8 |
-                                static_cast<unsigned char>(in[i + 2]);
-        out += alphabet[v >> 18 & 63];
-        out += alphabet[v >> 12 & 63];
-        out += alphabet[v >> 6 & 63];
-        out += alphabet[v & 63];
-    }
-    const std::size_t rest = in.size() - i;
-    if (rest > 0) {
-        std::uint32_t v = static_cast<unsigned char>(in[i]) << 16;
-        if (rest == 2) v |= static_cast<unsigned char>(in[i + 1]) << 8;
-        out += alphabet[v >> 18 & 63];
-        out += alphabet[v >> 12 & 63];
-        if (rest == 2) out += alphabet[v >> 6 & 63];
-        if (pad) out.append(3 - rest, '=');
-    }
-    return out;
-}
-
-bool is_unreserved(unsigned char c) {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-           c == '-' || c == '.' || c == '_' || c == '~';
-}
-
-std::string percent_encode(std::string_view in, bool upper) {
-    const char* digits = upper ? "0123456789ABCDEF" : "0123456789abcdef";
-    std::string out;
-    out.reserve(in.size() * 3);
-    for (const char ch : in) {
-        const auto c = static_cast<unsigned char>(ch);
-        if (is_unreserved(c)) {
-            out += ch;
-        } else {
-            out += '%';
-            out += digits[c >> 4];
-            out += digits[c & 15];
-        }
-    }
-    return out;
-}
 
 template <class T>
 void wipe_vector(std::vector<T>& v) noexcept {
@@ -91,10 +41,10 @@ RedactionPatterns::RedactionPatterns(const std::vector<Secret>& secrets, std::st
         const std::string_view raw = secret.reveal();
         if (raw.empty()) continue;
         forms.emplace_back(raw);
-        forms.push_back(base64(raw, std_alphabet, true));
-        forms.push_back(base64(raw, std_alphabet, false));
-        forms.push_back(base64(raw, url_alphabet, true));
-        forms.push_back(base64(raw, url_alphabet, false));
+        forms.push_back(base64_encode(raw, Base64Alphabet::standard, true));
+        forms.push_back(base64_encode(raw, Base64Alphabet::standard, false));
+        forms.push_back(base64_encode(raw, Base64Alphabet::url, true));
+        forms.push_back(base64_encode(raw, Base64Alphabet::url, false));
         forms.push_back(percent_encode(raw, true));
         forms.push_back(percent_encode(raw, false));
     }

@@ -11,6 +11,7 @@
 #include "unique_fd.hpp"
 
 #include "vaultgate/ca.hpp"  // openssl_errors()
+#include "vaultgate/encoding.hpp"
 #include "vaultgate/json_codec.hpp"
 
 #include <nlohmann/json.hpp>
@@ -179,65 +180,6 @@ struct DerivedKey {
 
 // --- encodings --------------------------------------------------------------
 
-constexpr std::string_view base64_alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-constexpr std::string_view base64url_alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-// The output is reserved up front so that a secret never sits in a block the
-// string abandons while growing.
-std::string base64_encode(std::string_view in, std::string_view alphabet, bool pad) {
-    std::string out;
-    out.reserve(4 * ((in.size() + 2) / 3));
-    std::size_t i = 0;
-    for (; i + 3 <= in.size(); i += 3) {
-        const auto n = (std::uint32_t(std::uint8_t(in[i])) << 16) | (std::uint32_t(std::uint8_t(in[i + 1])) << 8) |
-                       std::uint32_t(std::uint8_t(in[i + 2]));
-        out += alphabet[(n >> 18) & 63];
-        out += alphabet[(n >> 12) & 63];
-        out += alphabet[(n >> 6) & 63];
-        out += alphabet[n & 63];
-    }
-    const std::size_t rest = in.size() - i;
-    if (rest > 0) {
-        std::uint32_t n = std::uint32_t(std::uint8_t(in[i])) << 16;
-        if (rest == 2) n |= std::uint32_t(std::uint8_t(in[i + 1])) << 8;
-        out += alphabet[(n >> 18) & 63];
-        out += alphabet[(n >> 12) & 63];
-        if (rest == 2) out += alphabet[(n >> 6) & 63];
-        if (pad) out.append(rest == 1 ? 2 : 1, '=');
-    }
-    return out;
-}
-
-// Standard alphabet; padding optional but, when present, correct. nullopt on any
-// other byte, so a key with a stray character is refused rather than shortened.
-std::optional<std::string> base64_decode(std::string_view in) {
-    std::size_t padding = 0;
-    while (!in.empty() && in.back() == '=' && padding < 2) {
-        in.remove_suffix(1);
-        ++padding;
-    }
-    if (in.size() % 4 == 1) return std::nullopt;
-    if (padding > 0 && (in.size() + padding) % 4 != 0) return std::nullopt;
-    std::string out;
-    out.reserve(in.size() * 3 / 4);
-    std::uint32_t acc = 0;
-    int bits = 0;
-    for (char c : in) {
-        const auto pos = base64_alphabet.find(c);
-        if (pos == std::string_view::npos) {
-            wipe_string(out);
-            return std::nullopt;
-        }
-        acc = (acc << 6) | static_cast<std::uint32_t>(pos);
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out += static_cast<char>((acc >> bits) & 0xff);
-        }
-    }
-    return out;
-}
-
 std::string hex(const unsigned char* p, std::size_t n) {
     static constexpr char digits[] = "0123456789abcdef";
     std::string out;
@@ -331,7 +273,7 @@ json encode_payload(const StoreData& data) {
         json credentials = json::array();
         for (const auto& c : v.credentials) {
             // base64 so that any byte string survives JSON, which must be UTF-8.
-            std::string encoded = base64_encode(c.value.reveal(), base64_alphabet, true);
+            std::string encoded = base64_encode(c.value.reveal(), Base64Alphabet::standard, true);
             json entry = {{"name", c.name}, {"version", c.version}, {"updated_at_ms", c.updated_at_ms}};
             entry["value"] = std::move(encoded);  // moves the heap block: no copy to wipe
             wipe_string(encoded);
@@ -803,7 +745,7 @@ std::string random_token() {
     std::array<unsigned char, 32> bytes{};
     random_bytes(bytes.data(), bytes.size());
     std::string token =
-        base64_encode(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), base64url_alphabet,
+        base64_encode(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), Base64Alphabet::url,
                       false);
     OPENSSL_cleanse(bytes.data(), bytes.size());
     return token;
