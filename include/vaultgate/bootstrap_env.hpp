@@ -57,10 +57,14 @@ std::string placeholder_for(std::string_view name);
 // leaves the placeholder in its place. Names not in `vars` are skipped.
 std::vector<SecretVar> take_secrets(EnvList& vars, const std::vector<std::string>& names);
 
-// The names of the secrets no HTTP header could carry: a control byte (CR, LF,
-// NUL, DEL, ...) anywhere in the value. The admin API refuses them, so they are
-// caught before a run has changed anything.
-std::vector<std::string> unsendable_secrets(const std::vector<SecretVar>& secrets);
+// The secrets the admin API would refuse: a value that breaks the credential
+// rule (validation::check_credential_value: a control byte, too long) or that
+// JSON cannot carry (not UTF-8). Found before a run has changed anything.
+struct UnsendableSecret {
+    std::string name;
+    std::string reason;  // never contains the value
+};
+std::vector<UnsendableSecret> unsendable_secrets(const std::vector<SecretVar>& secrets);
 
 // Replaces every occurrence of a secret's value inside the other variables (a URL
 // with the key in its query, say) with that secret's placeholder. Returns the

@@ -33,6 +33,15 @@ bool is_valid_name(std::string_view name);
 // `kind` says what the name is for ("vault", "credential", ...) in the message.
 std::optional<std::string> check_name(std::string_view name, std::string_view kind);
 
+// --- credential values ---------------------------------------------------------
+
+// A credential goes into a header line or a query string, so one rule for every
+// way it comes in (config file or env, admin API, the bootstrapper): not empty,
+// at most this long, and no control byte (CR, LF or NUL would split the request;
+// the others are refused alike, so no path accepts what another refuses).
+inline constexpr std::size_t max_credential_bytes = 16 * 1024;
+std::optional<std::string> check_credential_value(std::string_view value);
+
 // --- HTTP pieces -----------------------------------------------------------------
 
 // RFC 9110 token: what a header field name may be.

@@ -397,8 +397,7 @@ int bootstrap_command(const Args& args) {
                      "vaultgate bootstrap: warning: no secret variables (none ends in _API_KEY, _TOKEN or _SECRET; "
                      "name them with --secret NAME)\n");
     if (auto bad = unsendable_secrets(secrets); !bad.empty())
-        throw UsageError(bad.front() + ": the value has a control character (a line break?), which no request "
-                                       "header can carry");
+        throw UsageError(bad.front().name + ": " + bad.front().reason);
     for (const auto& name : scrub_other_values(env, secrets))
         std::fprintf(stderr, "vaultgate bootstrap: %s held a secret's value; it now holds the placeholder\n",
                      name.c_str());

@@ -6,6 +6,7 @@
 
 #include "vaultgate/diag_log.hpp"
 #include "vaultgate/json_codec.hpp"
+#include "vaultgate/validation.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -28,9 +29,6 @@ using nlohmann::json;
 using nlohmann::ordered_json;
 using sys_clock = std::chrono::system_clock;
 
-constexpr std::size_t max_vault_name = 64;
-constexpr std::size_t max_credential_name = 128;
-constexpr std::size_t max_credential_value = 16 * 1024;
 // Request bodies are a few levels deep at most (a session's inline policy);
 // the cap keeps deeply nested input from costing recursion anywhere.
 constexpr std::size_t max_body_depth = 16;
@@ -206,28 +204,15 @@ const std::string& required_string(const json& object, std::string_view key) {
     return value->get_ref<const std::string&>();
 }
 
-bool is_name_char(char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
-           c == '-';
+// Names follow the config file's rule (validation::check_name), so a vault or
+// credential can move between the two.
+void check_name(std::string_view name, std::string_view kind) {
+    if (auto why = validation::check_name(name, kind)) fail(400, "invalid_name", "name: " + *why);
 }
 
-// Names travel in URL paths, where "." and ".." would be resolved away.
-bool is_valid_name(std::string_view s, std::size_t max_len) {
-    if (s.empty() || s.size() > max_len || s == "." || s == "..") return false;
-    return std::all_of(s.begin(), s.end(), is_name_char);
-}
-
-// A credential goes into a header line or a query string: a CR, LF or NUL
-// would split the request. Other control bytes are refused too, as the config
-// loader refuses them, so an API credential can do nothing a config one cannot.
+// The rule the config loader and the bootstrapper apply too.
 void check_value(std::string_view value) {
-    if (value.empty()) fail(400, "invalid_value", "value: must not be empty");
-    if (value.size() > max_credential_value)
-        fail(400, "invalid_value", "value: longer than " + std::to_string(max_credential_value) + " bytes");
-    for (const char c : value) {
-        const auto u = static_cast<unsigned char>(c);
-        if (u < 0x20 || u == 0x7f) fail(400, "invalid_value", "value: must not contain CR, LF, NUL or other control bytes");
-    }
+    if (auto why = validation::check_credential_value(value)) fail(400, "invalid_value", "value: " + *why);
 }
 
 // --- paths --------------------------------------------------------------------------
@@ -643,8 +628,7 @@ private:
         ParsedBody body(req.body);
         require_keys(body.root(), {"name"});
         const std::string name = required_string(body.root(), "name");
-        if (!is_valid_name(name, max_vault_name))
-            fail(400, "invalid_name", "name: expected 1 to 64 characters of [A-Za-z0-9_.-]");
+        check_name(name, "vault");
         if (vault_name_taken(name)) fail(409, "name_taken", "a vault named '" + name + "' already exists");
 
         StoreData next = data_;
@@ -668,8 +652,7 @@ private:
         ParsedBody body(req.body);
         require_keys(body.root(), {"name", "value"});
         const std::string name = required_string(body.root(), "name");
-        if (!is_valid_name(name, max_credential_name))
-            fail(400, "invalid_name", "name: expected 1 to 128 characters of [A-Za-z0-9_.-]");
+        check_name(name, "credential");
         const std::string& value = required_string(body.root(), "value");
         check_value(value);
         for (const auto& c : data_.vaults[index].credentials)

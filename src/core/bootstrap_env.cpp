@@ -1,5 +1,8 @@
 #include "vaultgate/bootstrap_env.hpp"
 
+#include "vaultgate/json_text.hpp"
+#include "vaultgate/validation.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -178,17 +181,16 @@ std::vector<SecretVar> take_secrets(EnvList& vars, const std::vector<std::string
     return secrets;
 }
 
-std::vector<std::string> unsendable_secrets(const std::vector<SecretVar>& secrets) {
-    std::vector<std::string> names;
+std::vector<UnsendableSecret> unsendable_secrets(const std::vector<SecretVar>& secrets) {
+    std::vector<UnsendableSecret> found;
     for (const auto& secret : secrets) {
-        auto value = secret.value.reveal();
-        if (std::any_of(value.begin(), value.end(), [](char c) {
-                auto u = static_cast<unsigned char>(c);
-                return u < 0x20 || u == 0x7f;
-            }))
-            names.push_back(secret.name);
+        const auto value = secret.value.reveal();
+        if (auto why = validation::check_credential_value(value))
+            found.push_back({secret.name, "the value " + *why});
+        else if (!is_valid_utf8(value))
+            found.push_back({secret.name, "the value is not valid UTF-8, which the admin API (JSON) cannot carry"});
     }
-    return names;
+    return found;
 }
 
 std::vector<std::string> scrub_other_values(EnvList& vars, const std::vector<SecretVar>& secrets) {

@@ -2,6 +2,7 @@
 // that turns a Config into one.
 #include "vaultgate/gateway_state.hpp"
 #include "unique_fd.hpp"
+#include "vaultgate/validation.hpp"
 
 #include <cerrno>
 #include <cstdlib>
@@ -58,16 +59,6 @@ std::optional<std::string> read_secret_file(const std::string& path, std::string
     return std::nullopt;
 }
 
-// A credential goes into a header line or a query string; a CR, LF or NUL in
-// it would split the request. Refused here so injection never sees one.
-bool has_control_bytes(std::string_view s) {
-    for (char c : s) {
-        const auto u = static_cast<unsigned char>(c);
-        if (u < 0x20 || u == 0x7f) return true;
-    }
-    return false;
-}
-
 std::string source_prefix(const Config& config) {
     return config.source_path.empty() ? std::string() : config.source_path + ": ";
 }
@@ -96,10 +87,11 @@ Vault build_vault(const Config& config, std::size_t index, std::vector<std::stri
             warnings.push_back("vault " + vc.name + ": credential " + name + " is not set (" + origin + ")");
             continue;
         }
-        if (has_control_bytes(value)) {
+        // The admin API's rule: a value one way in refuses, no other accepts.
+        if (auto why = validation::check_credential_value(value)) {
             wipe_string(value);
-            warnings.push_back("vault " + vc.name + ": credential " + name +
-                               " contains control characters and is not used (" + origin + ")");
+            warnings.push_back("vault " + vc.name + ": credential " + name + " is not used: the value " + *why + " (" +
+                               origin + ")");
             continue;
         }
         Secret secret(std::move(value));

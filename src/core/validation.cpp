@@ -38,6 +38,17 @@ std::optional<std::string> check_name(std::string_view name, std::string_view ki
            std::to_string(max_name_length) + " characters, not \".\" or \"..\")";
 }
 
+std::optional<std::string> check_credential_value(std::string_view value) {
+    if (value.empty()) return "must not be empty";
+    if (value.size() > max_credential_bytes)
+        return "longer than " + std::to_string(max_credential_bytes) + " bytes";
+    for (const char c : value) {
+        const auto u = static_cast<unsigned char>(c);
+        if (u < 0x20 || u == 0x7f) return "must not contain CR, LF, NUL or other control bytes";
+    }
+    return std::nullopt;
+}
+
 bool is_http_token(std::string_view s) {
     if (s.empty()) return false;
     for (char c : s)

@@ -137,11 +137,19 @@ TEST(BootstrapEnv, FindsSecretsNoHeaderCanCarry) {
         {"sk-abc", true},        {"with space", true},  {"\xe2\x82\xac", true},  {"line\n", false},
         {"a\rb", false},         {"tab\tx", false},     {"del\x7f", false},
         {std::string("n\0l", 3), false},
+        // The admin API's other limits: its length cap, and JSON's UTF-8.
+        {std::string(16 * 1024, 'k'), true}, {std::string(16 * 1024 + 1, 'k'), false},
+        {"\xff\xfe", false},
     };
     for (const auto& c : cases) {
         std::vector<SecretVar> secrets;
         secrets.push_back({"K", Secret(std::string(c.value))});
-        EXPECT_EQ(unsendable_secrets(secrets).empty(), c.sendable) << c.value;
+        const auto bad = unsendable_secrets(secrets);
+        EXPECT_EQ(bad.empty(), c.sendable) << c.value.substr(0, 20);
+        if (!bad.empty()) {
+            EXPECT_EQ(bad[0].name, "K");
+            EXPECT_EQ(bad[0].reason.find(c.value), std::string::npos);  // names the problem, not the value
+        }
     }
 }
 

@@ -188,6 +188,9 @@ TEST(GatewayStateTest, CredentialFromFile) {
         {"just_newline", "\n", std::nullopt},
         {"embedded_crlf", "a\r\nX-Evil: 1", std::nullopt},
         {"embedded_nul", std::string("ab\0cd", 5), std::nullopt},
+        // The admin API's length limit holds for config credentials too.
+        {"at_the_limit", std::string(16 * 1024, 'x'), std::string(16 * 1024, 'x')},
+        {"over_the_limit", std::string(16 * 1024 + 1, 'x'), std::nullopt},
     };
     const TempDir dir;
     for (const auto& c : cases) {
