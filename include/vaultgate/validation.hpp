@@ -42,6 +42,15 @@ std::optional<std::string> check_name(std::string_view name, std::string_view ki
 inline constexpr std::size_t max_credential_bytes = 16 * 1024;
 std::optional<std::string> check_credential_value(std::string_view value);
 
+// --- the admin token ---------------------------------------------------------------
+
+// The admin.token_file holds the token on one line; whitespace around it is not
+// part of it. Trims `text` in place (wiping what it drops) and checks it: at
+// least 16 characters, no control byte inside (it travels in a header line).
+// The server and the CLI both read the file through this, so they agree.
+inline constexpr std::size_t min_admin_token_length = 16;
+std::optional<std::string> normalise_admin_token(std::string& text);
+
 // --- HTTP pieces -----------------------------------------------------------------
 
 // RFC 9110 token: what a header field name may be.

@@ -2,6 +2,7 @@
 
 #include "vaultgate/bootstrap_env.hpp"
 #include "vaultgate/encoding.hpp"
+#include "vaultgate/validation.hpp"
 #include "vaultgate/json_text.hpp"
 
 #include <nlohmann/json.hpp>
@@ -405,14 +406,11 @@ AdminResponse read_response(Connection& conn, std::string_view method) {
 
 std::string read_token_file(const std::string& path) {
     std::string token = read_file_wiping(path, "token file");
-    while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
-    if (token.empty()) throw UsageError("token file " + path + " is empty");
-    // It goes into a header line as it is: a control byte could end the line.
-    for (unsigned char c : token)
-        if (c < 0x20 || c == 0x7f) {
-            wipe_string(token);
-            throw UsageError("token file " + path + " holds a control character");
-        }
+    // The server's reading of the same file, so both agree on the token.
+    if (auto why = validation::normalise_admin_token(token)) {
+        wipe_string(token);
+        throw UsageError("token file " + path + " " + *why);
+    }
     return token;
 }
 

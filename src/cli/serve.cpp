@@ -10,6 +10,7 @@
 #include "vaultgate/server.hpp"
 #include "vaultgate/store.hpp"
 #include "vaultgate/trim_schedule.hpp"
+#include "vaultgate/validation.hpp"
 
 #include <csignal>
 #include <cstdio>
@@ -65,15 +66,14 @@ std::string read_file(const std::string& path, const std::string& what) {
     return ss.str();
 }
 
-// The admin token file holds one line; surrounding whitespace is not part of it.
+// The admin token file, read as validation::normalise_admin_token says.
 std::optional<std::string> read_admin_token(const Config& config) {
     if (!config.admin_token_file) return std::nullopt;
     auto token = read_file(*config.admin_token_file, "admin.token_file");
-    while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
-    while (!token.empty() && std::isspace(static_cast<unsigned char>(token.front()))) token.erase(0, 1);
-    if (token.size() < 16)
-        throw std::runtime_error("admin.token_file: " + *config.admin_token_file +
-                                 " must hold a token of at least 16 characters");
+    if (auto why = validation::normalise_admin_token(token)) {
+        wipe_string(token);
+        throw std::runtime_error("admin.token_file: " + *config.admin_token_file + " " + *why);
+    }
     return token;
 }
 

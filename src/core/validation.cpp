@@ -3,6 +3,9 @@
 #include "vaultgate/validation.hpp"
 
 #include "vaultgate/host.hpp"
+#include "vaultgate/secret.hpp"
+
+#include <cctype>
 
 #include <set>
 #include <vector>
@@ -45,6 +48,27 @@ std::optional<std::string> check_credential_value(std::string_view value) {
     for (const char c : value) {
         const auto u = static_cast<unsigned char>(c);
         if (u < 0x20 || u == 0x7f) return "must not contain CR, LF, NUL or other control bytes";
+    }
+    return std::nullopt;
+}
+
+std::optional<std::string> normalise_admin_token(std::string& text) {
+    auto is_space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
+    std::size_t begin = 0;
+    std::size_t end = text.size();
+    while (begin < end && is_space(text[begin])) ++begin;
+    while (end > begin && is_space(text[end - 1])) --end;
+    if (begin > 0 || end < text.size()) {
+        std::string trimmed = text.substr(begin, end - begin);
+        wipe_string(text);
+        text = std::move(trimmed);
+        wipe_string(trimmed);  // a short string is copied, not moved
+    }
+    if (text.size() < min_admin_token_length)
+        return "must hold a token of at least " + std::to_string(min_admin_token_length) + " characters";
+    for (const char c : text) {
+        const auto u = static_cast<unsigned char>(c);
+        if (u < 0x20 || u == 0x7f) return "holds a control character inside the token";
     }
     return std::nullopt;
 }

@@ -404,3 +404,36 @@ TEST(Validation, EveryOptionalAuthKeyIsReadBySomeType) {
 
 }  // namespace
 }  // namespace vaultgate::validation
+
+namespace vaultgate::validation {
+namespace {
+
+TEST(Validation, CredentialValues) {
+    EXPECT_FALSE(check_credential_value("sk-live-0123"));
+    EXPECT_FALSE(check_credential_value(std::string(max_credential_bytes, 'k')));
+    EXPECT_EQ(check_credential_value(""), "must not be empty");
+    EXPECT_EQ(check_credential_value(std::string(max_credential_bytes + 1, 'k')), "longer than 16384 bytes");
+    for (const std::string& bad : std::vector<std::string>{"a\nb", "a\rb", std::string("a\0b", 3), "a\tb", "a\x7f"})
+        EXPECT_EQ(check_credential_value(bad), "must not contain CR, LF, NUL or other control bytes");
+}
+
+// The server and the CLI read the admin token file through this one function,
+// so a file one of them accepts the other reads the same way.
+TEST(Validation, AdminTokenFile) {
+    std::string text = "  tok-0123456789abcdef\r\n";
+    EXPECT_FALSE(normalise_admin_token(text));
+    EXPECT_EQ(text, "tok-0123456789abcdef");
+    text = "\ttok-0123456789abcdef";
+    EXPECT_FALSE(normalise_admin_token(text));
+    EXPECT_EQ(text, "tok-0123456789abcdef");
+
+    text = " short \n";
+    EXPECT_EQ(normalise_admin_token(text), "must hold a token of at least 16 characters");
+    text = "\n\n";
+    EXPECT_EQ(normalise_admin_token(text), "must hold a token of at least 16 characters");
+    text = "tok-01234567\n89abcdef";  // two lines
+    EXPECT_EQ(normalise_admin_token(text), "holds a control character inside the token");
+}
+
+}  // namespace
+}  // namespace vaultgate::validation
