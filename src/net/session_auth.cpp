@@ -1,9 +1,8 @@
 #include "session_auth.hpp"
 
 #include "dialer.hpp"
+#include "vaultgate/encoding.hpp"
 #include "vaultgate/store.hpp"
-
-#include <openssl/evp.h>
 
 namespace vaultgate::net {
 
@@ -12,16 +11,10 @@ namespace {
 // Strict base64 (RFC 4648, padding required when the length needs it).
 std::optional<std::string> decode_base64(std::string_view in) {
     if (in.empty() || in.size() % 4 != 0 || in.size() > 4096) return std::nullopt;
-    std::string out(in.size() / 4 * 3, '\0');
-    int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                            reinterpret_cast<const unsigned char*>(in.data()), static_cast<int>(in.size()));
-    if (n < 0) return std::nullopt;
-    std::size_t pad = 0;
-    if (in.back() == '=') ++pad;
-    if (in.size() > 1 && in[in.size() - 2] == '=') ++pad;
-    out.resize(static_cast<std::size_t>(n) - pad);
-    return out;
+    return base64_decode(in);
 }
+
+bool unexpired(const Session& s) { return !s.expires_at || std::chrono::system_clock::now() < *s.expires_at; }
 
 bool source_allowed(const Session& s, std::string_view client_ip) {
     if (!s.source) return true;
@@ -58,16 +51,22 @@ SessionAuth authenticate_session(const GatewayState& state, const RequestHead& r
     const Session* s = state.find_session(id);
     // Only sessions with a token can be named; the default session is implicit.
     bool ok = s && !s->token_digest.empty() && constant_time_equal(token_digest(token), s->token_digest) &&
-              (!s->expires_at || std::chrono::system_clock::now() < *s->expires_at) && source_allowed(*s, client_ip);
+              unexpired(*s) && source_allowed(*s, client_ip);
     wipe_string(*decoded);
     if (ok) out.session = s;
     return out;
 }
 
+const Session* session_for_source(const GatewayState& state, std::string_view client_ip) {
+    for (const auto& [id, s] : state.sessions)
+        if (s.source && unexpired(s) && source_allowed(s, client_ip)) return &s;
+    const Session* fallback = state.default_session_ptr();
+    return fallback && source_allowed(*fallback, client_ip) ? fallback : nullptr;
+}
+
 const Session* active_session(const GatewayState& state, std::string_view id) {
     const Session* s = state.find_session(id);
-    if (s && s->expires_at && std::chrono::system_clock::now() >= *s->expires_at) return nullptr;
-    return s;
+    return s && unexpired(*s) ? s : nullptr;
 }
 
 }  // namespace vaultgate::net

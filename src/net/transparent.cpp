@@ -19,6 +19,8 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <span>
+
 namespace vaultgate::net {
 
 namespace {
@@ -40,9 +42,10 @@ std::optional<tcp::endpoint> original_destination(tcp::socket& socket) {
     return ep;
 }
 
-// A fatal TLS alert (access_denied) in a plaintext record: the client's TLS
-// stack reports a refusal instead of a reset.
+// Fatal TLS alerts in a plaintext record: the client's TLS stack reports a
+// refusal (access_denied) or a failure (internal_error) instead of a reset.
 constexpr unsigned char access_denied_alert[] = {0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x31};
+constexpr unsigned char internal_error_alert[] = {0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x50};
 
 // Peeks until the ClientHello is complete. Peeking leaves the bytes in the
 // socket for the TLS layer (MITM) or the tunnel. A short pause between peeks
@@ -70,38 +73,47 @@ awaitable<HelloResult> peek_client_hello(tcp::socket& socket, Watchdog& watchdog
     }
 }
 
-// Transparent clients send no credentials: the session is the one pinned to
-// their source address, else the default session.
-const Session* session_for_source(const GatewayState& state, const std::string& client_ip) {
-    error_code ec;
-    auto addr = asio::ip::make_address(client_ip, ec);
-    if (!ec) {
-        auto ip = to_ip_address(addr);
-        for (const auto& [id, s] : state.sessions)
-            if (s.source && s.source->contains(ip) && (!s.expires_at || std::chrono::system_clock::now() < *s.expires_at))
-                return &s;
+void record_tls(ClientContext& ctx, const char* ingress, int status, std::string reason, const Authority& dest,
+                clock::time_point start) {
+    AccessLogEntry e;
+    e.ts = std::chrono::system_clock::now();
+    e.session = ctx.session_id;
+    e.ingress = ingress;
+    e.method = "TLS";
+    e.host = dest.host;
+    e.port = dest.port;
+    e.status = status;
+    e.reason = std::move(reason);
+    e.client = ctx.client_ip;
+    e.ms = std::chrono::duration<double, std::milli>(clock::now() - start).count();
+    ctx.rt->record(e);
+}
+
+// Sends the alert and closes gracefully. The peeked ClientHello is read first
+// and the client's close awaited (at most 2 s): closing a socket with unread
+// bytes sends a reset, which can destroy the alert before the client reads it.
+awaitable<void> send_alert_and_close(ClientContext& ctx, tcp::socket& client, std::span<const unsigned char> alert) {
+    ctx.watchdog->arm(std::chrono::seconds(2));
+    char sink[4096];
+    for (std::size_t drained = 0; drained < 64 * 1024;) {
+        const ssize_t n = ::recv(client.native_handle(), sink, sizeof sink, MSG_DONTWAIT);
+        if (n <= 0) break;
+        drained += static_cast<std::size_t>(n);
     }
-    return state.default_session_ptr();
+    auto [wec, written] = co_await asio::async_write(client, asio::buffer(alert.data(), alert.size()), use_tuple);
+    if (wec) co_return;
+    error_code ignored;
+    client.shutdown(tcp::socket::shutdown_send, ignored);
+    for (;;) {
+        auto [rec, n] = co_await client.async_read_some(asio::buffer(sink), use_tuple);
+        if (rec || ctx.watchdog->expired()) co_return;
+    }
 }
 
 awaitable<void> refuse_tls(ClientContext& ctx, tcp::socket& client, DenyReason reason, const Authority& dest,
                            clock::time_point start) {
-    AccessLogEntry e;
-    e.ts = std::chrono::system_clock::now();
-    e.session = ctx.session_id;
-    e.ingress = "denied";
-    e.method = "TLS";
-    e.host = dest.host;
-    e.port = dest.port;
-    e.status = 403;
-    e.reason = std::string(deny_reason_name(reason));
-    e.client = ctx.client_ip;
-    e.ms = std::chrono::duration<double, std::milli>(clock::now() - start).count();
-    ctx.rt->record(e);
-    ctx.watchdog->arm(std::chrono::seconds(2));
-    co_await asio::async_write(client, asio::buffer(access_denied_alert), use_tuple);
-    error_code ignored;
-    client.shutdown(tcp::socket::shutdown_send, ignored);
+    record_tls(ctx, "denied", 403, std::string(deny_reason_name(reason)), dest, start);
+    co_await send_alert_and_close(ctx, client, access_denied_alert);
 }
 
 // Plain HTTP redirected to the transparent listener (port 80): the Host header
@@ -188,7 +200,11 @@ awaitable<void> handle_transparent_client(std::shared_ptr<Runtime> rt, tcp::sock
             } else if (dialed.ok()) {
                 co_await run_tunnel(ctx, client, upstream, by_name, {});
             } else {
+                // As for CONNECT: logged, and the client is told rather than reset.
                 log_debug("transparent: cannot reach " + format_authority(by_name) + ": " + dialed.error.message());
+                record_tls(ctx, "tunnel", dialed.timed_out ? 504 : 502,
+                           dialed.timed_out ? "upstream_timeout" : "upstream_unreachable", by_name, start);
+                co_await send_alert_and_close(ctx, client, internal_error_alert);
             }
         }
         rt->connections.remove(ctx.session_id, ctx.watchdog);
