@@ -108,15 +108,30 @@ awaitable<DialOutcome> dial_checked(const Runtime& rt, const EgressPolicy& polic
     }
 
     watchdog.watch(socket);
-    for (const auto& ep : candidates) {
-        error_code ignored;
-        socket.close(ignored);
-        watchdog.arm(rt.config.limits.connect_timeout);
-        auto [ec] = co_await socket.async_connect(ep, use_tuple);
-        if (watchdog.expired()) {
+    // limits.connect_timeout bounds the whole dial. An address that does not
+    // answer gets its share of the time left, so the next ones are still tried:
+    // an unreachable IPv6 address must not hide a working IPv4 one.
+    const auto deadline = clock::now() + rt.config.limits.connect_timeout;
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+        const auto& ep = candidates[i];
+        const auto left = deadline - clock::now();
+        if (left <= clock::duration::zero()) {
             out.timed_out = true;
             break;
         }
+        error_code ignored;
+        socket.close(ignored);
+        watchdog.arm(left / static_cast<clock::rep>(candidates.size() - i));
+        auto [ec] = co_await socket.async_connect(ep, use_tuple);
+        if (watchdog.killed()) {
+            out.error = asio::error::operation_aborted;
+            break;
+        }
+        if (watchdog.expired()) {
+            out.timed_out = true;
+            continue;
+        }
+        out.timed_out = false;
         if (!ec) {
             socket.set_option(tcp::no_delay(true), ignored);
             out.peer = ep;

@@ -5,13 +5,18 @@
 
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <array>
 #include <atomic>
 #include <csignal>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 namespace vaultgate::test {
@@ -19,8 +24,9 @@ namespace {
 
 constexpr const char* dns_ip = "127.0.0.77";
 
-// Answers A queries: fast.test at once, slow.test after `slow_delay`; AAAA
-// with an empty answer; everything else NXDOMAIN.
+// Answers A queries: fast.test (127.0.0.1) at once, slow.test (127.0.0.1)
+// after `slow_delay`, two.test with 127.0.0.1 then 127.0.0.2; AAAA with an
+// empty answer; everything else NXDOMAIN.
 class TestDnsServer {
 public:
     explicit TestDnsServer(std::chrono::milliseconds slow_delay) : slow_delay_(slow_delay) {
@@ -81,17 +87,21 @@ private:
     }
 
     static std::string answer(const std::string& id, const std::string& question, const std::string& name, int qtype) {
-        bool known = name == "fast.test" || name == "slow.test";
-        bool with_a = known && qtype == 1;
+        bool known = name == "fast.test" || name == "slow.test" || name == "two.test";
+        std::vector<unsigned char> last_octets;  // of 127.0.0.x, in answer order
+        if (known && qtype == 1) last_octets = name == "two.test" ? std::vector<unsigned char>{1, 2}
+                                                                  : std::vector<unsigned char>{1};
         std::string r = id;
         r += known ? "\x81\x80" : std::string("\x81\x83", 2);  // response, recursion; NOERROR or NXDOMAIN
         r += std::string("\x00\x01", 2);                       // one question
-        r += with_a ? std::string("\x00\x01", 2) : std::string("\x00\x00", 2);
+        r += '\0';
+        r += static_cast<char>(last_octets.size());             // answers
         r += std::string(4, '\0');
         r += question;
-        if (with_a) {
+        for (unsigned char octet : last_octets) {
             r += std::string("\xc0\x0c\x00\x01\x00\x01\x00\x00\x00\x05\x00\x04", 12);
-            r += std::string("\x7f\x00\x00\x01", 4);  // 127.0.0.1
+            r += std::string("\x7f\x00\x00", 3);
+            r += static_cast<char>(octet);
         }
         return r;
     }
@@ -147,6 +157,79 @@ TEST(ResolverTest, ASlowAnswerDoesNotHoldUpAnotherLookup) {
     }
     slow.close();
     fast.close();
+    proc.signal(SIGTERM);
+    EXPECT_EQ(proc.wait_exit(), 0);
+}
+
+// The TcpExt ListenOverflows counter: SYNs dropped because a listener's accept
+// queue was full.
+long listen_overflows() {
+    std::ifstream netstat("/proc/net/netstat");
+    std::string names;
+    std::string values;
+    while (std::getline(netstat, names) && std::getline(netstat, values)) {
+        if (names.rfind("TcpExt:", 0) != 0) continue;
+        std::istringstream n(names);
+        std::istringstream v(values);
+        std::string name;
+        std::string value;
+        while (n >> name && v >> value)
+            if (name == "ListenOverflows") return std::stol(value);
+    }
+    return -1;
+}
+
+// A name with two addresses whose first never answers: the dial gives it its
+// share of limits.connect_timeout and then tries the second, instead of
+// spending the whole timeout on the first and answering 504.
+TEST(ResolverTest, AnAddressThatDoesNotAnswerIsSkippedForTheNextOne) {
+    if (geteuid() != 0) {
+        if (std::getenv("VAULTGATE_REQUIRE_ROOT_TESTS"))
+            FAIL() << "VAULTGATE_REQUIRE_ROOT_TESTS is set but this test runs without root";
+        GTEST_SKIP() << "needs root: a resolver on port 53 and a private mount namespace (unshare -m)";
+    }
+    TempDir dir;
+    TestPki pki(dir);
+    CanaryListener target("127.0.0.2");
+    // 127.0.0.1 on the same port: a listener whose accept queue is full drops
+    // every further SYN, so a connect to it neither succeeds nor fails.
+    const int blackhole = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ASSERT_GE(blackhole, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(target.port());
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::bind(blackhole, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    ASSERT_EQ(::listen(blackhole, 0), 0);
+    std::vector<int> fillers;
+    for (int i = 0; i < 3; ++i) {
+        int s = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        ::connect(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+        fillers.push_back(s);
+    }
+
+    TestDnsServer dns(std::chrono::milliseconds(0));
+    auto port = std::to_string(target.port());
+    auto yaml = serve_config(dir, pki, 443, 443, "  connect_timeout: 2s\n", ", \"two.test:" + port + "\"");
+    yaml += "    allowed_cidrs: [127.0.0.0/8]\n";
+    auto config = dir.write("vaultgate.yaml", yaml);
+    auto resolv = dir.write("resolv.conf", std::string("nameserver ") + dns_ip + "\noptions timeout:10 attempts:1\n");
+    ServeProcess proc(config, {}, 0,
+                      {"unshare", "-m", "sh", "-c",
+                       "mount --bind \"$0\" /etc/resolv.conf && exec \"$1\" serve --config \"$2\"", resolv});
+    ASSERT_TRUE(proc.started()) << proc.stderr_text();
+
+    const long overflows_before = listen_overflows();
+    RawClient client(proc.proxy_port());
+    auto head = client.connect("two.test:" + port);
+    EXPECT_EQ(head.rfind("HTTP/1.1 200", 0), 0u) << head;
+    EXPECT_TRUE(eventually([&] { return target.accepted() == 1; }));  // counted by its own thread
+    // The first attempt went to the silent address (its SYN was dropped there):
+    // the order the resolver gave was kept, so the fallback is what was tested.
+    EXPECT_GT(listen_overflows(), overflows_before);
+    client.close();
+    for (int s : fillers) ::close(s);
+    ::close(blackhole);
     proc.signal(SIGTERM);
     EXPECT_EQ(proc.wait_exit(), 0);
 }
