@@ -1,6 +1,7 @@
 #include "vaultgate/redact.hpp"
 
 #include "vaultgate/encoding.hpp"
+#include "vaultgate/json_text.hpp"
 
 #include <openssl/crypto.h>
 
@@ -13,6 +14,58 @@
 namespace vaultgate {
 
 namespace {
+
+// How JSON encoders write a string holding the secret, where that differs from
+// the bytes themselves. Every encoder escapes '"' and '\\' (minimal); PHP also
+// writes '/' as "\\/" (slash); Go writes '<', '>' and '&' as \\u003c, \\u003e
+// and \\u0026 (html); Python's default (ensure_ascii) writes every non-ASCII
+// character as \\uXXXX, in UTF-16 code units (ascii).
+enum class JsonStyle { minimal, slash, html, ascii };
+
+void append_u_escape(std::string& out, std::uint32_t unit, bool upper_hex) {
+    const char* digits = upper_hex ? "0123456789ABCDEF" : "0123456789abcdef";
+    out += "\\u";
+    for (int shift = 12; shift >= 0; shift -= 4) out += digits[unit >> shift & 15];
+}
+
+// The escaped form, or nothing when `s` is not valid UTF-8 (no encoder of
+// text produces a form of it then). Reserved up front, as the other forms.
+std::optional<std::string> json_escaped(std::string_view s, JsonStyle style, bool upper_hex) {
+    if (!is_valid_utf8(s)) return std::nullopt;
+    std::string out;
+    out.reserve(s.size() * 12);
+    for (std::size_t i = 0; i < s.size();) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += static_cast<char>(c);
+            ++i;
+        } else if (c == '/' && style == JsonStyle::slash) {
+            out += "\\/";
+            ++i;
+        } else if ((c == '<' || c == '>' || c == '&') && style == JsonStyle::html) {
+            append_u_escape(out, c, upper_hex);
+            ++i;
+        } else if (c >= 0x80 && style == JsonStyle::ascii) {
+            // Valid UTF-8 (checked above): decode one code point.
+            const std::size_t len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
+            std::uint32_t cp = c & (len == 4 ? 0x07 : len == 3 ? 0x0f : 0x1f);
+            for (std::size_t k = 1; k < len; ++k) cp = cp << 6 | (static_cast<unsigned char>(s[i + k]) & 0x3f);
+            if (cp >= 0x10000) {
+                cp -= 0x10000;
+                append_u_escape(out, 0xd800 | cp >> 10, upper_hex);
+                append_u_escape(out, 0xdc00 | (cp & 0x3ff), upper_hex);
+            } else {
+                append_u_escape(out, cp, upper_hex);
+            }
+            i += len;
+        } else {
+            out += static_cast<char>(c);
+            ++i;
+        }
+    }
+    return out;
+}
 
 template <class T>
 void wipe_vector(std::vector<T>& v) noexcept {
@@ -36,10 +89,17 @@ RedactionPatterns::RedactionPatterns(const std::vector<Secret>& secrets, std::st
     std::vector<std::string> forms;
     // Reserved up front: a reallocation would move short strings and leave
     // their bytes in the freed buffer.
-    forms.reserve(secrets.size() * 7);
+    forms.reserve(secrets.size() * 15);
+    auto add_json_form = [&](std::string_view text, JsonStyle style, bool upper_hex) {
+        if (auto escaped = json_escaped(text, style, upper_hex)) {
+            forms.push_back(std::move(*escaped));
+            wipe_string(*escaped);  // a short string is copied, not moved
+        }
+    };
     for (const Secret& secret : secrets) {
         const std::string_view raw = secret.reveal();
         if (raw.empty()) continue;
+        const std::size_t first = forms.size();
         forms.emplace_back(raw);
         forms.push_back(base64_encode(raw, Base64Alphabet::standard, true));
         forms.push_back(base64_encode(raw, Base64Alphabet::standard, false));
@@ -47,6 +107,16 @@ RedactionPatterns::RedactionPatterns(const std::vector<Secret>& secrets, std::st
         forms.push_back(base64_encode(raw, Base64Alphabet::url, false));
         forms.push_back(percent_encode(raw, true));
         forms.push_back(percent_encode(raw, false));
+        // Inside a JSON string. Standard base64 may hold '/', which PHP escapes;
+        // the other forms hold nothing a JSON encoder changes.
+        add_json_form(raw, JsonStyle::minimal, false);
+        add_json_form(raw, JsonStyle::slash, false);
+        add_json_form(raw, JsonStyle::html, false);
+        add_json_form(raw, JsonStyle::html, true);
+        add_json_form(raw, JsonStyle::ascii, false);
+        add_json_form(raw, JsonStyle::ascii, true);
+        add_json_form(forms[first + 1], JsonStyle::slash, false);  // padded standard base64
+        add_json_form(forms[first + 2], JsonStyle::slash, false);  // unpadded standard base64
     }
     // Sorting groups the needles by first byte, which check_at() relies on;
     // duplicates (secrets with nothing to escape, or listed twice) would only

@@ -323,7 +323,11 @@ void RecordingUpstream::serve_stream(Stream& stream) {
         } else if (path == "/reflect") {
             auto keys = req.header_values("x-api-key");
             std::string k = keys.empty() ? std::string() : keys.front();
-            std::string body = "raw=" + k + " b64=" + encode_base64(k) + " url=" + encode_url(k) + " end";
+            // json: as PHP's json_encode writes it inside a string, '/' as "\/".
+            std::string php_json;
+            for (char ch : k) php_json += ch == '/' ? std::string("\\/") : std::string(1, ch);
+            std::string body = "raw=" + k + " b64=" + encode_base64(k) + " url=" + encode_url(k) + " json=\"" +
+                               php_json + "\" end";
             std::size_t split = 1;
             auto q = req.target.find("split=");
             if (q != std::string::npos) split = std::strtoull(req.target.c_str() + q + 6, nullptr, 10);

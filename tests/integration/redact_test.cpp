@@ -58,8 +58,8 @@ protected:
 TEST_F(RedactTest, ReflectedSecretNeverReachesTheClientAtAnySplit) {
     auto c = open("redact.test", redacting_.port());
     const std::string host = "Host: redact.test:" + std::to_string(redacting_.port()) + "\r\n";
-    // The reflected body is about 120 bytes; cut it at every offset.
-    for (int split = 1; split <= 130; ++split) {
+    // The reflected body is about 160 bytes; cut it at every offset.
+    for (int split = 1; split <= 170; ++split) {
         c->write("GET /reflect?split=" + std::to_string(split) + " HTTP/1.1\r\n" + host +
                  "Accept-Encoding: gzip\r\n\r\n");
         auto r = c->read_response();
@@ -71,6 +71,9 @@ TEST_F(RedactTest, ReflectedSecretNeverReachesTheClientAtAnySplit) {
         EXPECT_EQ((r->head + r->body).find("sk-real%2FSECRET%2B9f8e%3D7d6c5b4a"), std::string::npos)
             << "url-encoded form leaked at split " << split;
         EXPECT_EQ(r->body.find(test_secret), std::string::npos) << "raw form leaked at split " << split;
+        EXPECT_EQ(r->body.find("sk-real\\/SECRET+9f8e=7d6c5b4a"), std::string::npos)
+            << "JSON-escaped form leaked at split " << split;
+        EXPECT_NE(r->body.find("json=\"vaultgate-placeholder-BENCH_KEY\""), std::string::npos) << r->body;
         EXPECT_NE(r->body.find("raw=vaultgate-placeholder-BENCH_KEY"), std::string::npos) << r->body;
         EXPECT_NE(r->head.find("vaultgate-placeholder-BENCH_KEY"), std::string::npos) << r->head;
     }

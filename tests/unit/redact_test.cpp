@@ -39,6 +39,11 @@ const std::vector<Form>& live_key_forms() {
         {"base64url unpadded", "c2stbGl2ZS00ZjlBPmI_Y35kX2UuWg"},
         {"percent upper", "sk-live-4f9A%3Eb%3Fc~d_e.Z"},
         {"percent lower", "sk-live-4f9A%3eb%3fc~d_e.Z"},
+        // Inside JSON strings: Go writes '>' as \u003e; PHP writes '/' as \/.
+        {"json go", "sk-live-4f9A\\u003eb?c~d_e.Z"},
+        {"json go upper-case hex", "sk-live-4f9A\\u003Eb?c~d_e.Z"},
+        {"json php base64", "c2stbGl2ZS00ZjlBPmI\\/Y35kX2UuWg=="},
+        {"json php base64 unpadded", "c2stbGl2ZS00ZjlBPmI\\/Y35kX2UuWg"},
     };
     return forms;
 }
@@ -128,7 +133,7 @@ TEST(Redactor, CoincidingFormsAreKeptOnce) {
         std::size_t needles;
     };
     const std::vector<Case> cases = {
-        {live_key, 7},
+        {live_key, 11},
         // Nothing to percent-encode, base64 has no '+' or '/': raw, padded, unpadded.
         {"tok_0123456789abcdef", 3},
         // 30 bytes: no padding either, so raw and one base64 form.
@@ -138,7 +143,29 @@ TEST(Redactor, CoincidingFormsAreKeptOnce) {
         SCOPED_TRACE(c.secret);
         EXPECT_EQ(Redactor(Secret(c.secret), placeholder).needle_count(), c.needles);
     }
-    EXPECT_EQ(Redactor({Secret(live_key), Secret(live_key)}, placeholder).needle_count(), 7u);
+    EXPECT_EQ(Redactor({Secret(live_key), Secret(live_key)}, placeholder).needle_count(), 11u);
+}
+
+// What common JSON encoders make of a secret inside a string, spelled out.
+TEST(Redactor, JsonEscapedFormsAreReplaced) {
+    struct Case {
+        std::string secret;
+        std::string encoded;  // as the encoder writes it between the quotes
+        const char* encoder;
+    };
+    const std::vector<Case> cases = {
+        {"a\"b\\c-0123", "a\\\"b\\\\c-0123", "any encoder: quote and backslash"},
+        {"p@ss w/rd&?=\xc3\xa9", "p@ss w\\/rd&?=\xc3\xa9", "PHP json_encode: slash"},
+        {"p@ss w/rd&?=\xc3\xa9", "p@ss w/rd\\u0026?=\xc3\xa9", "Go encoding/json: ampersand"},
+        {"p@ss w/rd&?=\xc3\xa9", "p@ss w/rd&?=\\u00e9", "Python json.dumps: non-ASCII"},
+        {"p@ss w/rd&?=\xc3\xa9", "p@ss w/rd&?=\\u00E9", "upper-case hex"},
+        {"key-\xf0\x9f\x94\x91-9", "key-\\ud83d\\udd11-9", "Python: a surrogate pair"},
+    };
+    for (const auto& c : cases) {
+        SCOPED_TRACE(c.encoder);
+        const Redactor r(Secret(c.secret), placeholder);
+        EXPECT_EQ(r.redact_all("{\"k\":\"" + c.encoded + "\"}"), "{\"k\":\"" + placeholder + "\"}");
+    }
 }
 
 TEST(Redactor, BytesThatNeedUrlEncoding) {
@@ -204,9 +231,9 @@ TEST(Redactor, OneByteAtATimeEqualsWhole) {
     EXPECT_EQ(stream(whole, {body}), expected);
     EXPECT_EQ(stream_bytewise(bytewise, body), expected);
     EXPECT_FALSE(whole.contains_secret(expected));
-    // 7 forms, the basic-auth value, one token alone, token and key back to back;
-    // the truncated copies are not secrets and stay.
-    EXPECT_EQ(count_of(expected, placeholder), 7u + 1 + 1 + 2) << expected;
+    // Each form of the key, the basic-auth value, one token alone, token and key
+    // back to back; the truncated copies are not secrets and stay.
+    EXPECT_EQ(count_of(expected, placeholder), live_key_forms().size() + 1 + 1 + 2) << expected;
     EXPECT_NE(expected.find("sk-live-4"), std::string::npos);
 }
 
