@@ -1,5 +1,7 @@
 #include "harness.hpp"
 
+#include <gtest/gtest.h>
+
 #include "vaultgate/diag_log.hpp"
 
 #include <openssl/pem.h>
@@ -620,6 +622,7 @@ std::optional<RawClient::Response> RawClient::read_response(int timeout_ms) {
 
 ServeProcess::ServeProcess(const std::string& config_path, const std::map<std::string, std::string>& env,
                            int max_files, const std::vector<std::string>& wrapper) {
+    for (const auto& [name, value] : env) env_values_.push_back(value);
     int err_pipe[2];
     if (pipe(err_pipe)) throw std::runtime_error("pipe failed");
     pid_ = fork();
@@ -683,6 +686,12 @@ ServeProcess::~ServeProcess() {
         kill(pid_, SIGKILL);
         waitpid(pid_, nullptr, 0);
     }
+    // Whatever the test did, no credential reached the diagnostic log: the
+    // harness's secret, and each value the test handed the process.
+    read_stderr(0);
+    EXPECT_EQ(err_.find(test_secret), std::string::npos) << "the secret reached stderr";
+    for (const auto& value : env_values_)
+        if (value.size() >= 8) EXPECT_EQ(err_.find(value), std::string::npos) << "an env value reached stderr";
     if (err_fd_ >= 0) close(err_fd_);
 }
 

@@ -209,6 +209,7 @@ private:
     int pid_ = -1;
     int err_fd_ = -1;
     std::string err_;
+    std::vector<std::string> env_values_;  // checked against stderr at the end
     std::uint16_t proxy_port_ = 0, admin_port_ = 0;
     int exit_code_ = -1;
 };
