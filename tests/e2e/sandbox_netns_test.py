@@ -45,7 +45,8 @@ second real key, so each record shows which session injected. What is shown:
      sandbox's TCP 443 (and 80, for step 8) to the transparent listener; a
      client with no proxy settings still gets the real key injected, an
      allowed host is tunnelled, a denied one and an unredirected port reach
-     nothing. If the listener does
+     nothing, and an allowed host that cannot be reached gets a TLS alert and
+     a 502 log line. If the listener does
      not work at all (nothing listens, or the redirected request to the bound
      host fails) the step is SKIPPED with the reason, unless
      --require-transparent is given; its other checks always count.
@@ -1228,6 +1229,20 @@ class SandboxTest:
         mismatch = self.wait_access_lines(log_before, lambda e: e.get("reason") == "destination_mismatch")
         check(len(mismatch) == 1, f"transparent: expected one denied/destination_mismatch line, got {mismatch}")
         details.append("SNI allowed.test to denied.test's address: refused (destination_mismatch), nothing reached")
+
+        # An allowed name whose address has no TLS server (plain.test serves
+        # port 80 only): the dial fails, the client gets a TLS alert rather
+        # than a reset, and the failure is logged as it is for CONNECT.
+        log_before = len(self.access_lines())
+        p = self.sandbox(["sh", "-c", f"echo | openssl s_client -connect {PLAIN_HTTP[PLAIN]}:443 "
+                                      f"-servername {PLAIN} 2>&1"], env=no_proxy_env)
+        check("alert internal error" in p.stdout,
+              "transparent: an allowed host that cannot be reached got no TLS alert: " + p.stdout[:600])
+        failed = self.wait_access_lines(log_before, lambda e: e.get("reason") == "upstream_unreachable")
+        check(len(failed) == 1 and failed[0].get("ingress") == "tunnel" and failed[0].get("status") == 502,
+              f"transparent: expected one tunnel/502/upstream_unreachable line, got {failed}")
+        details.append("allowed plain.test:443 (no TLS server there): TLS alert internal error, logged "
+                       "tunnel 502 upstream_unreachable")
         return True, "; ".join(details)
 
     def plain_get(self, host, label, address=None, headers=()):
