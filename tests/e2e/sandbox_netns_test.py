@@ -1239,8 +1239,9 @@ class SandboxTest:
         check("alert internal error" in p.stdout,
               "transparent: an allowed host that cannot be reached got no TLS alert: " + p.stdout[:600])
         failed = self.wait_access_lines(log_before, lambda e: e.get("reason") == "upstream_unreachable")
-        check(len(failed) == 1 and failed[0].get("ingress") == "tunnel" and failed[0].get("status") == 502,
-              f"transparent: expected one tunnel/502/upstream_unreachable line, got {failed}")
+        check(len(failed) == 1 and failed[0].get("ingress") == "tunnel" and failed[0].get("status") == 502
+              and failed[0].get("host") == PLAIN and failed[0].get("port") == 443,
+              f"transparent: expected one tunnel/502/upstream_unreachable line for {PLAIN}:443, got {failed}")
         details.append("allowed plain.test:443 (no TLS server there): TLS alert internal error, logged "
                        "tunnel 502 upstream_unreachable")
         return True, "; ".join(details)

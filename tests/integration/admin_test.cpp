@@ -45,6 +45,8 @@ protected:
 
     void start() {
         proc_ = std::make_unique<ServeProcess>(config_path_);
+        proc_->forbid_in_stderr(secret_a);
+        proc_->forbid_in_stderr(secret_b);
         ASSERT_TRUE(proc_->started()) << proc_->stderr_text();
     }
 

@@ -26,6 +26,7 @@ protected:
         yaml.replace(yaml.find("    new.test: 127.0.0.1\n"), 0, "    backend.composio.test: 127.0.0.1\n");
         auto path = dir_.write("vaultgate.yaml", yaml);
         proc_ = std::make_unique<ServeProcess>(path);
+        proc_->forbid_in_stderr(composio_key);
     }
 
     ~BootstrapTest() override {

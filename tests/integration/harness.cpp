@@ -368,8 +368,8 @@ void RecordingUpstream::serve_stream(Stream& stream) {
 
 // ---------------------------------------------------------------- CanaryListener
 
-CanaryListener::CanaryListener(const std::string& ip) {
-    tcp::endpoint ep(asio::ip::make_address(ip), 0);
+CanaryListener::CanaryListener(const std::string& ip, std::uint16_t port) {
+    tcp::endpoint ep(asio::ip::make_address(ip), port);
     acceptor_.open(ep.protocol());
     acceptor_.bind(ep);
     acceptor_.listen();
@@ -622,7 +622,8 @@ std::optional<RawClient::Response> RawClient::read_response(int timeout_ms) {
 
 ServeProcess::ServeProcess(const std::string& config_path, const std::map<std::string, std::string>& env,
                            int max_files, const std::vector<std::string>& wrapper) {
-    for (const auto& [name, value] : env) env_values_.push_back(value);
+    for (const auto& [name, value] : env)
+        if (value.size() >= 8) forbidden_in_stderr_.push_back(value);
     int err_pipe[2];
     if (pipe(err_pipe)) throw std::runtime_error("pipe failed");
     pid_ = fork();
@@ -690,8 +691,8 @@ ServeProcess::~ServeProcess() {
     // harness's secret, and each value the test handed the process.
     read_stderr(0);
     EXPECT_EQ(err_.find(test_secret), std::string::npos) << "the secret reached stderr";
-    for (const auto& value : env_values_)
-        if (value.size() >= 8) EXPECT_EQ(err_.find(value), std::string::npos) << "an env value reached stderr";
+    for (const auto& value : forbidden_in_stderr_)
+        EXPECT_EQ(err_.find(value), std::string::npos) << "a value the test handed the proxy reached stderr";
     if (err_fd_ >= 0) close(err_fd_);
 }
 

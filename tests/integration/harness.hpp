@@ -119,7 +119,7 @@ private:
 // reached a refused target.
 class CanaryListener {
 public:
-    explicit CanaryListener(const std::string& ip = "127.0.0.1");
+    explicit CanaryListener(const std::string& ip = "127.0.0.1", std::uint16_t port = 0);
     ~CanaryListener();
     std::uint16_t port() const { return port_; }
     std::size_t accepted() const { return accepted_; }
@@ -203,13 +203,17 @@ public:
     void signal(int sig);
     int wait_exit(int timeout_s = 30);          // exit code, or -1 on timeout
     std::string stderr_text();                  // everything it wrote so far
+    // A value (a credential the test hands the proxy through the admin API or
+    // the bootstrapper) that must never appear in the proxy's stderr; checked
+    // when this object goes, as the harness secret and the env values are.
+    void forbid_in_stderr(std::string value) { forbidden_in_stderr_.push_back(std::move(value)); }
 
 private:
     void read_stderr(int timeout_ms);
     int pid_ = -1;
     int err_fd_ = -1;
     std::string err_;
-    std::vector<std::string> env_values_;  // checked against stderr at the end
+    std::vector<std::string> forbidden_in_stderr_;
     std::uint16_t proxy_port_ = 0, admin_port_ = 0;
     int exit_code_ = -1;
 };
@@ -251,12 +255,12 @@ inline constexpr const char* serve_admin_token = "test-admin-token-0123456789abc
 // A port that was free a moment ago (for configs that must name a port up front).
 std::uint16_t free_port(const std::string& ip = "127.0.0.1");
 
-// A config with the proxy on port 0, the test PKI, a bound service for
-// api.bound.test on the upstream's port, and other.test allowed.
 // Checks `condition` every 10 ms until it holds (true) or timeout_ms pass
 // (false): for outcomes that follow a request asynchronously.
 bool eventually(const std::function<bool()>& condition, int timeout_ms = 5000);
 
+// A config with the proxy on port 0, the test PKI, a bound service for
+// api.bound.test on the upstream's port, and other.test allowed.
 std::string base_config(const TempDir& dir, const TestPki& pki, std::uint16_t bound_port, std::uint16_t other_port,
                         const std::string& extra_service_yaml = "", const std::string& extra_policy_yaml = "");
 

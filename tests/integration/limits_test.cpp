@@ -28,8 +28,9 @@ protected:
 
     void TearDown() override {
         if (!proc_) return;
-        // Whatever the test did, the proxy is still up and serving.
-        EXPECT_TRUE(still_serves());
+        // Whatever the test did, the proxy is still up and serving (once it has
+        // seen the test's own connections go).
+        EXPECT_TRUE(eventually([&] { return still_serves(); }));
         proc_->signal(SIGTERM);
         EXPECT_EQ(proc_->wait_exit(), 0) << proc_->stderr_text();
     }
@@ -181,9 +182,10 @@ TEST_F(LimitsTest, PerClientCapRefusesTheExtraConnectionOnly) {
 
 // 72 descriptors leave 8 for connections (64 are kept in reserve): four
 // clients with their upstreams, of which pooled upstream connections may take
-// at most a quarter, and each pooled one leaves less room for clients.
+// at most a quarter, and each pooled one leaves less room for clients until
+// the pool lets it go.
 TEST_F(LimitsTest, PooledUpstreamConnectionsCountAgainstTheDescriptorBudget) {
-    start("  handshake_timeout: 30s\n", 72);
+    start("  handshake_timeout: 30s\n  upstream_idle_timeout: 3s\n", 72);
     const std::string get = "GET /echo HTTP/1.1\r\nHost: " + bound_authority() + "\r\n";
     std::vector<std::unique_ptr<RawClient>> clients;
     for (int i = 0; i < 3; ++i) {
@@ -213,6 +215,21 @@ TEST_F(LimitsTest, PooledUpstreamConnectionsCountAgainstTheDescriptorBudget) {
     EXPECT_TRUE(extra.closed_by_peer(3000));
     EXPECT_EQ(bound_.connections_ended(), 1u);  // the pooled ones are still open
     held.clear();
+
+    // Once the idle timeout closed the pooled two, their descriptors are back
+    // in the budget: four clients fit again.
+    EXPECT_TRUE(eventually([&] { return bound_.connections_ended() == 3; }, 10000));
+    std::vector<std::unique_ptr<RawClient>> four;
+    EXPECT_TRUE(eventually([&] {
+        four.clear();
+        for (int i = 0; i < 4; ++i) {
+            auto c = std::make_unique<RawClient>(proc_->proxy_port());
+            if (c->connect(bound_authority()).rfind("HTTP/1.1 200", 0) != 0) return false;
+            four.push_back(std::move(c));
+        }
+        return true;
+    }));
+    four.clear();
 }
 
 TEST_F(LimitsTest, DescriptorExhaustionDoesNotSpinAndRecovers) {

@@ -368,14 +368,17 @@ TEST_F(MitmTest, APooledUpstreamConnectionIsClosedWhenItsIdleTimeoutRunsOut) {
     yaml.replace(yaml.find(limits), limits.size(), limits + "  upstream_idle_timeout: 300ms\n");
     proxy_ = std::make_unique<ProxyUnderTest>(yaml, 1);
     auto c = open_bound();
+    const auto sent = std::chrono::steady_clock::now();
     c->write(get("/echo", "Connection: close\r\n"));
     auto r = c->read_response();
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 200);
     EXPECT_TRUE(c->closed_by_peer());
     // No further traffic reaches the proxy: its sweep alone closes the pooled
-    // connection once it has waited 300 ms.
+    // connection once it has waited 300 ms, and not before (it was pooled,
+    // not closed at once).
     EXPECT_TRUE(eventually([&] { return bound_.connections_ended() == 1; }));
+    EXPECT_GE(std::chrono::steady_clock::now() - sent, std::chrono::milliseconds(300));
     // The next request of the session opens a new upstream connection.
     auto again = open_bound();
     again->write(get("/echo"));
