@@ -20,17 +20,17 @@ namespace vaultgate {
 //   - URL-safe base64 (section 5), with and without padding;
 //   - the percent-encoding of every byte outside RFC 3986 "unreserved", once
 //     with upper-case and once with lower-case hex digits;
-//   - the forms JSON encoders write inside a string: '"' and '\' escaped (all
-//     of them); also '/' as "\/" (PHP, for the raw bytes and standard base64);
-//     '<', '>', '&' as \u003c, \u003e, \u0026 (Go); every non-ASCII
-//     character as \uXXXX (Python's default); \u escapes in lower- and
-//     upper-case hex.
+//   - the forms JSON encoders write inside a string by default: '"' and '\'
+//     escaped (all of them); also '/' as "\/" and non-ASCII as \uXXXX (PHP,
+//     each alone too; "\/" also in standard base64); '<', '>', '&' as
+//     \u003c, \u003e, \u0026 (Go); non-ASCII as \uXXXX (Python); \u escapes
+//     in lower- and upper-case hex.
 // Forms that coincide are kept once. For basic auth, pass the injected
 // "user:secret" string as an extra secret: its base64 is what a server echoes.
 //
 // Not covered: mixed-case hex in one percent-encoded copy, '+' for space
-// (form encoding), HTML entities, a JSON encoder that combines those styles,
-// base64 of the secret embedded at a non-multiple-of-3 offset inside a larger
+// (form encoding), HTML entities, other combinations of those JSON styles,
+// Go's \u2028 and \u2029, base64 of the secret embedded at a non-multiple-of-3 offset inside a larger
 // base64 text, and compressed bodies (the proxy refuses those instead).
 //
 // There is no minimum length: a very short secret is still redacted, but then

@@ -1,5 +1,6 @@
 // `vaultgate serve` and `vaultgate check-config`: load the config, build the
 // state, run the server, and turn signals into reloads and drains.
+#include "admin_client.hpp"  // read_file_wiping
 #include "commands.hpp"
 #include "sd_notify.hpp"
 #include "vaultgate/admin_api.hpp"
@@ -69,7 +70,8 @@ std::string read_file(const std::string& path, const std::string& what) {
 // The admin token file, read as validation::normalise_admin_token says.
 std::optional<std::string> read_admin_token(const Config& config) {
     if (!config.admin_token_file) return std::nullopt;
-    auto token = read_file(*config.admin_token_file, "admin.token_file");
+    // Read through a buffer that is wiped, like every other secret the CLI reads.
+    auto token = read_file_wiping(*config.admin_token_file, "admin.token_file");
     if (auto why = validation::normalise_admin_token(token)) {
         wipe_string(token);
         throw std::runtime_error("admin.token_file: " + *config.admin_token_file + " " + *why);

@@ -16,11 +16,16 @@ namespace vaultgate {
 namespace {
 
 // How JSON encoders write a string holding the secret, where that differs from
-// the bytes themselves. Every encoder escapes '"' and '\\' (minimal); PHP also
-// writes '/' as "\\/" (slash); Go writes '<', '>' and '&' as \\u003c, \\u003e
-// and \\u0026 (html); Python's default (ensure_ascii) writes every non-ASCII
-// character as \\uXXXX, in UTF-16 code units (ascii).
-enum class JsonStyle { minimal, slash, html, ascii };
+// the bytes themselves. Every encoder escapes '"' and '\\'. On top of that, by
+// default: PHP writes '/' as "\\/" and every non-ASCII character as \\uXXXX
+// (slash + non_ascii); Go writes '<', '>' and '&' as \\u003c, \\u003e and
+// \\u0026 (html); Python writes every non-ASCII character as \\uXXXX
+// (non_ascii), in UTF-16 code units.
+struct JsonStyle {
+    bool slash = false;
+    bool html = false;
+    bool non_ascii = false;
+};
 
 void append_u_escape(std::string& out, std::uint32_t unit, bool upper_hex) {
     const char* digits = upper_hex ? "0123456789ABCDEF" : "0123456789abcdef";
@@ -40,13 +45,13 @@ std::optional<std::string> json_escaped(std::string_view s, JsonStyle style, boo
             out += '\\';
             out += static_cast<char>(c);
             ++i;
-        } else if (c == '/' && style == JsonStyle::slash) {
+        } else if (c == '/' && style.slash) {
             out += "\\/";
             ++i;
-        } else if ((c == '<' || c == '>' || c == '&') && style == JsonStyle::html) {
+        } else if ((c == '<' || c == '>' || c == '&') && style.html) {
             append_u_escape(out, c, upper_hex);
             ++i;
-        } else if (c >= 0x80 && style == JsonStyle::ascii) {
+        } else if (c >= 0x80 && style.non_ascii) {
             // Valid UTF-8 (checked above): decode one code point.
             const std::size_t len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
             std::uint32_t cp = c & (len == 4 ? 0x07 : len == 3 ? 0x0f : 0x1f);
@@ -89,7 +94,7 @@ RedactionPatterns::RedactionPatterns(const std::vector<Secret>& secrets, std::st
     std::vector<std::string> forms;
     // Reserved up front: a reallocation would move short strings and leave
     // their bytes in the freed buffer.
-    forms.reserve(secrets.size() * 15);
+    forms.reserve(secrets.size() * 17);
     auto add_json_form = [&](std::string_view text, JsonStyle style, bool upper_hex) {
         if (auto escaped = json_escaped(text, style, upper_hex)) {
             forms.push_back(std::move(*escaped));
@@ -109,14 +114,17 @@ RedactionPatterns::RedactionPatterns(const std::vector<Secret>& secrets, std::st
         forms.push_back(percent_encode(raw, false));
         // Inside a JSON string. Standard base64 may hold '/', which PHP escapes;
         // the other forms hold nothing a JSON encoder changes.
-        add_json_form(raw, JsonStyle::minimal, false);
-        add_json_form(raw, JsonStyle::slash, false);
-        add_json_form(raw, JsonStyle::html, false);
-        add_json_form(raw, JsonStyle::html, true);
-        add_json_form(raw, JsonStyle::ascii, false);
-        add_json_form(raw, JsonStyle::ascii, true);
-        add_json_form(forms[first + 1], JsonStyle::slash, false);  // padded standard base64
-        add_json_form(forms[first + 2], JsonStyle::slash, false);  // unpadded standard base64
+        constexpr JsonStyle minimal{}, slash{.slash = true}, html{.html = true}, non_ascii{.non_ascii = true},
+            php{.slash = true, .non_ascii = true};
+        add_json_form(raw, minimal, false);
+        add_json_form(raw, slash, false);
+        for (const bool upper_hex : {false, true}) {
+            add_json_form(raw, html, upper_hex);
+            add_json_form(raw, non_ascii, upper_hex);
+            add_json_form(raw, php, upper_hex);
+        }
+        add_json_form(forms[first + 1], slash, false);  // padded standard base64
+        add_json_form(forms[first + 2], slash, false);  // unpadded standard base64
     }
     // Sorting groups the needles by first byte, which check_at() relies on;
     // duplicates (secrets with nothing to escape, or listed twice) would only

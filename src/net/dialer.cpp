@@ -1,5 +1,7 @@
 #include "dialer.hpp"
 
+#include <algorithm>
+
 namespace vaultgate::net {
 
 IpAddress to_ip_address(const asio::ip::address& a) {
@@ -108,10 +110,14 @@ awaitable<DialOutcome> dial_checked(const Runtime& rt, const EgressPolicy& polic
     }
 
     watchdog.watch(socket);
-    // limits.connect_timeout bounds the whole dial. An address that does not
-    // answer gets its share of the time left, so the next ones are still tried:
-    // an unreachable IPv6 address must not hide a working IPv4 one.
+    // limits.connect_timeout bounds the TCP connects together (the lookup
+    // above had its own). An address that does not answer gets its share of
+    // the time left, so the next ones are still tried: an unreachable IPv6
+    // address must not hide a working IPv4 one. A share is at least 2 s (or
+    // all that is left), room for one SYN retransmission (Linux: after 1 s),
+    // so a name with many addresses does not starve each of them.
     const auto deadline = clock::now() + rt.config.limits.connect_timeout;
+    constexpr clock::duration min_share = std::chrono::seconds(2);
     for (std::size_t i = 0; i < candidates.size(); ++i) {
         const auto& ep = candidates[i];
         const auto left = deadline - clock::now();
@@ -121,10 +127,12 @@ awaitable<DialOutcome> dial_checked(const Runtime& rt, const EgressPolicy& polic
         }
         error_code ignored;
         socket.close(ignored);
-        watchdog.arm(left / static_cast<clock::rep>(candidates.size() - i));
+        const auto share = left / static_cast<clock::rep>(candidates.size() - i);
+        watchdog.arm(std::max(share, std::min(left, min_share)));
         auto [ec] = co_await socket.async_connect(ep, use_tuple);
         if (watchdog.killed()) {
-            out.error = asio::error::operation_aborted;
+            // The connection is being closed (session gone, drain): no further address.
+            out.timed_out = true;
             break;
         }
         if (watchdog.expired()) {

@@ -146,6 +146,16 @@ TEST(Redactor, CoincidingFormsAreKeptOnce) {
     EXPECT_EQ(Redactor({Secret(live_key), Secret(live_key)}, placeholder).needle_count(), 11u);
 }
 
+// A secret that is not UTF-8 has no JSON form (no encoder of text writes
+// one): only the seven byte-level forms, and no exception.
+TEST(Redactor, ASecretThatIsNotUtf8HasNoJsonForms) {
+    // Its seven byte-level forms all differ; as text it would also have a
+    // "\/" and a \u003e form.
+    const Redactor r(Secret("x\xff>-raw/ke"), placeholder);
+    EXPECT_EQ(r.needle_count(), 7u);
+    EXPECT_EQ(r.redact_all("a x\xff>-raw/ke b"), "a " + placeholder + " b");
+}
+
 // What common JSON encoders make of a secret inside a string, spelled out.
 TEST(Redactor, JsonEscapedFormsAreReplaced) {
     struct Case {
@@ -155,11 +165,14 @@ TEST(Redactor, JsonEscapedFormsAreReplaced) {
     };
     const std::vector<Case> cases = {
         {"a\"b\\c-0123", "a\\\"b\\\\c-0123", "any encoder: quote and backslash"},
-        {"p@ss w/rd&?=\xc3\xa9", "p@ss w\\/rd&?=\xc3\xa9", "PHP json_encode: slash"},
+        {"p@ss w/rd&?=\xc3\xa9", "p@ss w\\/rd&?=\\u00e9", "PHP json_encode, default: slash and non-ASCII"},
+        {"p@ss w/rd&?=\xc3\xa9", "p@ss w\\/rd&?=\xc3\xa9", "PHP with JSON_UNESCAPED_UNICODE: slash"},
         {"p@ss w/rd&?=\xc3\xa9", "p@ss w/rd\\u0026?=\xc3\xa9", "Go encoding/json: ampersand"},
         {"p@ss w/rd&?=\xc3\xa9", "p@ss w/rd&?=\\u00e9", "Python json.dumps: non-ASCII"},
         {"p@ss w/rd&?=\xc3\xa9", "p@ss w/rd&?=\\u00E9", "upper-case hex"},
         {"key-\xf0\x9f\x94\x91-9", "key-\\ud83d\\udd11-9", "Python: a surrogate pair"},
+        {"key-\xf0\x9f\x94\x91-9", "key-\\uD83D\\uDD11-9", "a surrogate pair in upper-case hex"},
+        {"a<b>c&d-0123", "a\\u003cb\\u003ec\\u0026d-0123", "Go: all three HTML characters"},
     };
     for (const auto& c : cases) {
         SCOPED_TRACE(c.encoder);
