@@ -27,7 +27,10 @@ public:
 
     // A pooled upstream connection's descriptor. Refused when the pool already
     // holds a quarter of the capacity, or the descriptor is not free: clients
-    // come first, and a pooled connection is only a saving.
+    // come first, and a pooled connection is only a saving (the server empties
+    // the pools when a client is refused for descriptors while some are held).
+    // The count is conservative: an upstream parked by a client that is still
+    // connected is counted both in that client's two and here.
     bool try_hold_pooled();
     void release_pooled();
     std::size_t pooled() const;

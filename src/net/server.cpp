@@ -158,6 +158,11 @@ public:
 
     std::uint16_t proxy_port() const override { return proxy_acceptor_ ? proxy_acceptor_->local_endpoint().port() : 0; }
 
+    // Each I/O thread closes the connections of its own pool.
+    void empty_upstream_pools() {
+        for (auto& ctx : contexts_) asio::post(*ctx, [] { this_thread_upstream_pool().clear(); });
+    }
+
     void replace_state(std::shared_ptr<const GatewayState> state) override {
         runtime_->publish(std::move(state));
     }
@@ -231,6 +236,9 @@ private:
             std::string client_ip = peer_ec ? std::string() : peer.address().to_string();
             auto admission = self->limiter_.try_admit(client_ip);
             if (admission != Admission::admitted) {
+                // Clients come first: pooled upstream connections are only a
+                // saving, so descriptors they hold are freed for the next client.
+                if (admission == Admission::descriptors && self->limiter_.pooled() > 0) self->empty_upstream_pools();
                 // Refused promptly: a reset, not a connection left to time out.
                 rt->metrics.connection_refused();
                 error_code ignored;

@@ -51,6 +51,12 @@ void UpstreamPool::evict_expired() {
     }
 }
 
+void UpstreamPool::clear() {
+    const std::size_t count = total_;
+    idle_.clear();
+    dropped(count);
+}
+
 std::optional<tls_stream> UpstreamPool::take(const std::string& key) {
     auto it = idle_.find(key);
     if (it == idle_.end()) return std::nullopt;

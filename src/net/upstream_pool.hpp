@@ -39,6 +39,8 @@ public:
     void give(const std::string& key, tls_stream stream);
     // Closes the connections that waited longer than the idle timeout.
     void evict_expired();
+    // Closes them all (the descriptor budget needs them for clients).
+    void clear();
     std::size_t size() const noexcept { return total_; }
 
     static constexpr std::size_t max_per_key = 16;

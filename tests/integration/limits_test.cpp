@@ -182,10 +182,10 @@ TEST_F(LimitsTest, PerClientCapRefusesTheExtraConnectionOnly) {
 
 // 72 descriptors leave 8 for connections (64 are kept in reserve): four
 // clients with their upstreams, of which pooled upstream connections may take
-// at most a quarter, and each pooled one leaves less room for clients until
-// the pool lets it go.
+// at most a quarter. Each pooled one leaves less room for clients, until a
+// client is refused for it: then the pools are emptied for the next one.
 TEST_F(LimitsTest, PooledUpstreamConnectionsCountAgainstTheDescriptorBudget) {
-    start("  handshake_timeout: 30s\n  upstream_idle_timeout: 3s\n", 72);
+    start("  handshake_timeout: 30s\n", 72);
     const std::string get = "GET /echo HTTP/1.1\r\nHost: " + bound_authority() + "\r\n";
     std::vector<std::unique_ptr<RawClient>> clients;
     for (int i = 0; i < 3; ++i) {
@@ -211,25 +211,20 @@ TEST_F(LimitsTest, PooledUpstreamConnectionsCountAgainstTheDescriptorBudget) {
     // With two descriptors pooled, three clients fit and a fourth does not.
     std::vector<std::unique_ptr<RawClient>> held;
     for (int i = 0; i < 3; ++i) held.push_back(open_bound());
+    EXPECT_EQ(bound_.connections_ended(), 1u);  // the pooled ones are still open
     RawClient extra(proc_->proxy_port());
     EXPECT_TRUE(extra.closed_by_peer(3000));
-    EXPECT_EQ(bound_.connections_ended(), 1u);  // the pooled ones are still open
-    held.clear();
 
-    // Once the idle timeout closed the pooled two, their descriptors are back
-    // in the budget: four clients fit again.
-    EXPECT_TRUE(eventually([&] { return bound_.connections_ended() == 3; }, 10000));
-    std::vector<std::unique_ptr<RawClient>> four;
+    // That refusal emptied the pools; their descriptors are back in the
+    // budget, and the next client fits beside the three.
+    EXPECT_TRUE(eventually([&] { return bound_.connections_ended() == 3; }));
+    std::unique_ptr<RawClient> fourth;
     EXPECT_TRUE(eventually([&] {
-        four.clear();
-        for (int i = 0; i < 4; ++i) {
-            auto c = std::make_unique<RawClient>(proc_->proxy_port());
-            if (c->connect(bound_authority()).rfind("HTTP/1.1 200", 0) != 0) return false;
-            four.push_back(std::move(c));
-        }
-        return true;
+        fourth = std::make_unique<RawClient>(proc_->proxy_port());
+        return fourth->connect(bound_authority()).rfind("HTTP/1.1 200", 0) == 0;
     }));
-    four.clear();
+    fourth.reset();
+    held.clear();
 }
 
 TEST_F(LimitsTest, DescriptorExhaustionDoesNotSpinAndRecovers) {
