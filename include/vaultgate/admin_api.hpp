@@ -56,8 +56,13 @@ struct AdminOptions {
 // whose policy was named after a config policy gets that policy as `config`
 // defines it now, so that a reload which tightens a policy tightens the live
 // sessions too; a name the config no longer has gives a deny-all policy.
+// `previous` (the last published snapshot) lends its redaction tables to API
+// services whose inputs did not change; `warnings` gets a line (names only)
+// for each new table that cannot be built.
 std::shared_ptr<const GatewayState> compose_state(const GatewayState& config_state, const Config& config,
-                                                  const StoreData& data, std::chrono::system_clock::time_point now);
+                                                  const StoreData& data, std::chrono::system_clock::time_point now,
+                                                  const GatewayState* previous = nullptr,
+                                                  std::vector<std::string>* warnings = nullptr);
 
 class AdminApi {
 public:

@@ -88,8 +88,11 @@ std::shared_ptr<const GatewayState> build_state(const Config& config, std::vecto
 
 // Builds the redaction tables of the vault's redact_response services from
 // their credentials. A credential that occurs in its own placeholder gets none,
-// and a warning (names only) when `warnings` is given.
-void prepare_redaction(Vault& vault, std::vector<std::string>* warnings);
+// and a warning (names only) when `warnings` is given. With `previous` (the
+// same vault in the last published state), a service whose credential and
+// auth are unchanged keeps its tables (or their absence, without a new
+// warning) instead of building them again.
+void prepare_redaction(Vault& vault, std::vector<std::string>* warnings, const Vault* previous = nullptr);
 
 // True when path lies under prefix ("/" covers everything; "/api" covers
 // "/api" and "/api/..." but not "/apix"). A query string is ignored; under any

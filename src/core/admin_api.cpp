@@ -315,7 +315,8 @@ std::string source_prefix(const Config& config) {
 }  // namespace
 
 std::shared_ptr<const GatewayState> compose_state(const GatewayState& config_state, const Config& config,
-                                                  const StoreData& data, sys_clock::time_point now) {
+                                                  const StoreData& data, sys_clock::time_point now,
+                                                  const GatewayState* previous, std::vector<std::string>* warnings) {
     auto state = std::make_shared<GatewayState>();
     state->vaults = config_state.vaults;
     state->sessions = config_state.sessions;
@@ -333,7 +334,12 @@ std::shared_ptr<const GatewayState> compose_state(const GatewayState& config_sta
         for (const auto& c : stored.credentials)
             if (!c.value.empty()) vault.credentials.emplace(c.name, c.value);
         for (const auto& s : stored.services) vault.services.push_back(ServiceBinding{s.id, s.config, nullptr});
-        prepare_redaction(vault, nullptr);
+        const Vault* before = nullptr;
+        if (previous) {
+            const auto it = previous->vaults.find(stored.name);
+            if (it != previous->vaults.end() && it->second.id == stored.id) before = &it->second;
+        }
+        prepare_redaction(vault, warnings, before);
         api_vault_names.emplace(stored.id, stored.name);
         state->vaults.emplace(stored.name, std::move(vault));
     }
@@ -965,7 +971,14 @@ private:
     }
 
     void publish_locked(sys_clock::time_point now) {
-        if (publish_) publish_(compose_state(*config_state_, config_, data_, now));
+        if (!publish_) return;
+        // Redaction tables of unchanged API services are taken over from the
+        // last state; only new or changed ones are built (and warned about).
+        std::vector<std::string> warnings;
+        auto state = compose_state(*config_state_, config_, data_, now, published_.get(), &warnings);
+        for (const auto& w : warnings) log_warn(w);
+        published_ = state;
+        publish_(std::move(state));
     }
 
     static std::shared_ptr<const GatewayState> build_config_state(const Config& config) {
@@ -991,6 +1004,7 @@ private:
     Secret master_key_;
     AdminOptions options_;
     std::function<void(std::shared_ptr<const GatewayState>)> publish_;
+    std::shared_ptr<const GatewayState> published_;  // the last state handed to publish_
     AccessLog* log_;
     Metrics* metrics_;
     std::function<std::pair<std::uint64_t, std::uint64_t>()> cert_cache_counts_;

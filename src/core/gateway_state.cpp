@@ -162,14 +162,33 @@ std::shared_ptr<const RedactionPatterns> redaction_patterns(const AuthSpec& auth
     }
 }
 
+// The service of `previous` with the same id whose tables were built from the
+// same inputs (the credential's value, the auth type, user and key), if any.
+const ServiceBinding* same_redaction_inputs(const Vault& previous, const ServiceBinding& service, const Secret& secret) {
+    for (const auto& before : previous.services) {
+        if (before.id != service.id || !before.config.redact_response) continue;
+        const AuthSpec& a = before.config.auth;
+        const AuthSpec& b = service.config.auth;
+        if (a.type != b.type || a.user != b.user || a.key != b.key) return nullptr;
+        const auto cred = previous.credentials.find(a.key);
+        if (cred == previous.credentials.end() || cred->second.reveal() != secret.reveal()) return nullptr;
+        return &before;
+    }
+    return nullptr;
+}
+
 }  // namespace
 
-void prepare_redaction(Vault& vault, std::vector<std::string>* warnings) {
+void prepare_redaction(Vault& vault, std::vector<std::string>* warnings, const Vault* previous) {
     for (auto& service : vault.services) {
         service.redaction = nullptr;
         if (!service.config.redact_response) continue;
         const auto cred = vault.credentials.find(service.config.auth.key);
         if (cred == vault.credentials.end()) continue;
+        if (const ServiceBinding* before = previous ? same_redaction_inputs(*previous, service, cred->second) : nullptr) {
+            service.redaction = before->redaction;
+            continue;
+        }
         service.redaction = redaction_patterns(service.config.auth, cred->second);
         if (!service.redaction && warnings)
             warnings->push_back("vault " + vault.name + ": credential " + service.config.auth.key +

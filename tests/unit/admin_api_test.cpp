@@ -469,6 +469,21 @@ TEST_F(AdminApiTest, Services) {
     ASSERT_NE(vault.services[0].redaction, nullptr);
     EXPECT_EQ(vault.services[0].redaction->redact_all(api_secret), "vaultgate-placeholder-TOKEN");
 
+    // Another change publishes a new state; this service's inputs did not
+    // change, so it keeps the very same tables.
+    const auto tables = vault.services[0].redaction;
+    create_vault("unrelated");
+    EXPECT_EQ(snapshot()->vaults.at("v").services[0].redaction, tables);
+    // A rotated credential gets tables of its own: the new value is redacted.
+    ASSERT_EQ(call("PUT", "/v1/vaults/" + id + "/credentials/TOKEN", json{{"value", "sk-rotated-value-42"}}.dump())
+                  .status,
+              200);
+    const auto rotated = snapshot()->vaults.at("v").services[0].redaction;
+    ASSERT_NE(rotated, nullptr);
+    EXPECT_NE(rotated, tables);
+    EXPECT_EQ(rotated->redact_all("sk-rotated-value-42"), "vaultgate-placeholder-TOKEN");
+    EXPECT_FALSE(rotated->contains_secret(api_secret));
+
     const json got = parse(call("GET", "/v1/vaults/" + id));
     ASSERT_EQ(got["services"].size(), 1u);
     EXPECT_EQ(got["services"][0], svc);
