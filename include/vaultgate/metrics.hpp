@@ -32,6 +32,8 @@ public:
 
     std::uint64_t active_connections() const { return active_connections_.load(std::memory_order_relaxed); }
     std::uint64_t connections_total() const { return connections_total_.load(std::memory_order_relaxed); }
+    // Requests of the common ingress/status classes (the rare others aside).
+    std::uint64_t requests_total() const;
 
 private:
     std::atomic<std::uint64_t> connections_total_{0};

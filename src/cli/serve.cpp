@@ -178,7 +178,8 @@ int serve(const Args& args) {
             // Give memory freed by closed or parked connections back to the
             // system, so a burst of connections does not leave the RSS high.
             const Metrics& metrics = server->metrics();
-            if (trim.due(metrics.connections_total(), metrics.active_connections())) malloc_trim(0);
+            if (trim.due(metrics.connections_total(), metrics.active_connections(), metrics.requests_total()))
+                malloc_trim(0);
             continue;
         }
         if (sig == SIGHUP) {

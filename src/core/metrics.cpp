@@ -70,6 +70,13 @@ void Metrics::upstream_latency(std::chrono::duration<double> seconds) {
     latency_sum_micros_.fetch_add(static_cast<std::uint64_t>(s * 1e6), std::memory_order_relaxed);
 }
 
+std::uint64_t Metrics::requests_total() const {
+    std::uint64_t total = 0;
+    for (const auto& by_class : requests_)
+        for (const auto& count : by_class) total += count.load(std::memory_order_relaxed);
+    return total;
+}
+
 std::string Metrics::render(std::uint64_t cert_cache_hits, std::uint64_t cert_cache_misses) const {
     std::string out;
     out.reserve(4096);

@@ -2,10 +2,11 @@
 
 namespace vaultgate {
 
-bool TrimSchedule::due(std::uint64_t connections_opened, std::uint64_t connections_active) {
-    if (connections_opened != opened_ || connections_active != active_) {
+bool TrimSchedule::due(std::uint64_t connections_opened, std::uint64_t connections_active, std::uint64_t requests) {
+    if (connections_opened != opened_ || connections_active != active_ || requests != requests_) {
         opened_ = connections_opened;
         active_ = connections_active;
+        requests_ = requests;
         quiet_ticks_ = 0;
         return true;
     }
