@@ -273,6 +273,20 @@ TEST_F(AdminTest, SessionPinnedToAnotherSourceIsRefused) {
     EXPECT_EQ(head.rfind("HTTP/1.1 200", 0), 0u) << head;
 }
 
+// The server and the CLI read one token file by one rule: whitespace around
+// the token is not part of it, for either of them.
+TEST_F(AdminTest, ServerAndCliAgreeOnATokenFileWithWhitespaceAroundTheToken) {
+    dir_.write("admin.token", std::string("  ") + admin_token + "\r\n");
+    start();
+    auto r = admin_request(proc_->admin_port(), "GET", "/v1/vaults", admin_token, "");
+    EXPECT_EQ(r.status, 200) << r.body;
+    auto listed = run_command({VAULTGATE_BINARY, "vault", "list", "--admin",
+                               "http://127.0.0.1:" + std::to_string(proc_->admin_port()), "--token-file",
+                               dir_.file("admin.token")},
+                              "");
+    EXPECT_EQ(listed.exit_code, 0) << listed.err;
+}
+
 TEST_F(AdminTest, CliManagesVaultsWithSecretsFromStdinOnly) {
     start();
     auto admin = "http://127.0.0.1:" + std::to_string(proc_->admin_port());
