@@ -22,15 +22,15 @@ namespace vaultgate {
 //     with upper-case and once with lower-case hex digits;
 //   - the forms JSON encoders write inside a string by default: '"' and '\'
 //     escaped (all of them); also '/' as "\/" and non-ASCII as \uXXXX (PHP,
-//     each alone too; "\/" also in standard base64); '<', '>', '&' as
-//     \u003c, \u003e, \u0026 (Go); non-ASCII as \uXXXX (Python); \u escapes
-//     in lower- and upper-case hex.
+//     each alone too; "\/" also in standard base64); '<', '>', '&', U+2028
+//     and U+2029 as \u003c, \u003e, \u0026, \u2028, \u2029 (Go); non-ASCII
+//     as \uXXXX (Python); \u escapes in lower- and upper-case hex.
 // Forms that coincide are kept once. For basic auth, pass the injected
 // "user:secret" string as an extra secret: its base64 is what a server echoes.
 //
 // Not covered: mixed-case hex in one percent-encoded copy, '+' for space
 // (form encoding), HTML entities, other combinations of those JSON styles,
-// Go's \u2028 and \u2029, base64 of the secret embedded at a non-multiple-of-3 offset inside a larger
+// base64 of the secret embedded at a non-multiple-of-3 offset inside a larger
 // base64 text, and compressed bodies (the proxy refuses those instead).
 //
 // There is no minimum length: a very short secret is still redacted, but then

@@ -19,8 +19,8 @@ namespace {
 // the bytes themselves. Every encoder escapes '"' and '\\'. On top of that, by
 // default: PHP writes '/' as "\\/" and every non-ASCII character as \\uXXXX
 // (slash + non_ascii); Go writes '<', '>' and '&' as \\u003c, \\u003e and
-// \\u0026 (html); Python writes every non-ASCII character as \\uXXXX
-// (non_ascii), in UTF-16 code units.
+// \\u0026, and U+2028 and U+2029 as \\u2028 and \\u2029 (html); Python
+// writes every non-ASCII character as \\uXXXX (non_ascii), in UTF-16 code units.
 struct JsonStyle {
     bool slash = false;
     bool html = false;
@@ -51,12 +51,15 @@ std::optional<std::string> json_escaped(std::string_view s, JsonStyle style, boo
         } else if ((c == '<' || c == '>' || c == '&') && style.html) {
             append_u_escape(out, c, upper_hex);
             ++i;
-        } else if (c >= 0x80 && style.non_ascii) {
+        } else if (c >= 0x80 && (style.non_ascii || style.html)) {
             // Valid UTF-8 (checked above): decode one code point.
             const std::size_t len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
             std::uint32_t cp = c & (len == 4 ? 0x07 : len == 3 ? 0x0f : 0x1f);
             for (std::size_t k = 1; k < len; ++k) cp = cp << 6 | (static_cast<unsigned char>(s[i + k]) & 0x3f);
-            if (cp >= 0x10000) {
+            if (!style.non_ascii && cp != 0x2028 && cp != 0x2029) {
+                // Go escapes only the line and paragraph separators.
+                out.append(s.substr(i, len));
+            } else if (cp >= 0x10000) {
                 cp -= 0x10000;
                 append_u_escape(out, 0xd800 | cp >> 10, upper_hex);
                 append_u_escape(out, 0xdc00 | (cp & 0x3ff), upper_hex);

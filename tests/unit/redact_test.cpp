@@ -173,6 +173,7 @@ TEST(Redactor, JsonEscapedFormsAreReplaced) {
         {"key-\xf0\x9f\x94\x91-9", "key-\\ud83d\\udd11-9", "Python: a surrogate pair"},
         {"key-\xf0\x9f\x94\x91-9", "key-\\uD83D\\uDD11-9", "a surrogate pair in upper-case hex"},
         {"a<b>c&d-0123", "a\\u003cb\\u003ec\\u0026d-0123", "Go: all three HTML characters"},
+        {"k\xe2\x80\xa8\xc3\xa9<1", "k\\u2028\xc3\xa9\\u003c1", "Go: the line separator, other non-ASCII raw"},
     };
     for (const auto& c : cases) {
         SCOPED_TRACE(c.encoder);
