@@ -68,11 +68,11 @@ class AdminApi {
 public:
     // `publish` is called with every new snapshot while the API's lock is held,
     // so that snapshots arrive in the order they were made; it must not call
-    // back into this object. `log`, `metrics` and `cert_cache_counts` may be
+    // back into this object. `log`, `metrics` and `metrics_extras` may be
     // null/empty (the endpoints then answer with empty data).
     AdminApi(Config config, std::unique_ptr<VaultStore> store, Secret master_key, AdminOptions options,
              std::function<void(std::shared_ptr<const GatewayState>)> publish, AccessLog* log, Metrics* metrics,
-             std::function<std::pair<std::uint64_t, std::uint64_t>()> cert_cache_counts);
+             std::function<MetricsExtras()> metrics_extras);
     ~AdminApi();
     AdminApi(const AdminApi&) = delete;
     AdminApi& operator=(const AdminApi&) = delete;

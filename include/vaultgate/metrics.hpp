@@ -15,6 +15,15 @@
 
 namespace vaultgate {
 
+// Counters and gauges kept by other parts (the leaf cache, the access log,
+// the upstream pool), rendered with the proxy's own.
+struct MetricsExtras {
+    std::uint64_t cert_cache_hits = 0;
+    std::uint64_t cert_cache_misses = 0;
+    std::uint64_t access_log_dropped_lines = 0;  // not written: over the backlog cap, or a failed write
+    std::uint64_t upstream_pooled_connections = 0;
+};
+
 class Metrics {
 public:
     void connection_opened() { connections_total_.fetch_add(1, std::memory_order_relaxed); active_connections_.fetch_add(1, std::memory_order_relaxed); }
@@ -27,8 +36,8 @@ public:
     void denial(std::string_view reason);
     void upstream_latency(std::chrono::duration<double> seconds);
 
-    // Rendered with the leaf cache counters passed in (the cache owns them).
-    std::string render(std::uint64_t cert_cache_hits, std::uint64_t cert_cache_misses) const;
+    // Rendered with the counters other parts own, passed in.
+    std::string render(const MetricsExtras& extras) const;
 
     std::uint64_t active_connections() const { return active_connections_.load(std::memory_order_relaxed); }
     std::uint64_t connections_total() const { return connections_total_.load(std::memory_order_relaxed); }

@@ -46,7 +46,8 @@ public:
     // Closes every open connection of the session (after DELETE or expiry).
     virtual void close_session_connections(const std::string& session_id) = 0;
     // Leaf certificate cache counters, for /metrics.
-    virtual std::pair<std::uint64_t, std::uint64_t> cert_cache_counts() const = 0;
+    // What /metrics shows beside Metrics' own counters.
+    virtual MetricsExtras metrics_extras() const = 0;
 };
 
 // One admin API call as the listener parsed it, and the answer to write. The

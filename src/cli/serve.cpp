@@ -157,7 +157,7 @@ int serve(const Args& args) {
     api = std::make_unique<AdminApi>(
         *config, std::move(store), master_key, admin_options,
         [srv](std::shared_ptr<const GatewayState> s) { srv->replace_state(std::move(s)); }, &server->access_log(),
-        &server->metrics(), [srv] { return srv->cert_cache_counts(); });
+        &server->metrics(), [srv] { return srv->metrics_extras(); });
     api->on_session_closed = [srv](const std::string& id) { srv->close_session_connections(id); };
     try {
         api->load();

@@ -379,7 +379,7 @@ public:
 
     Impl(Config config, std::unique_ptr<VaultStore> store, Secret master_key, AdminOptions options,
          std::function<void(std::shared_ptr<const GatewayState>)> publish, AccessLog* log, Metrics* metrics,
-         std::function<std::pair<std::uint64_t, std::uint64_t>()> cert_cache_counts)
+         std::function<MetricsExtras()> metrics_extras)
         : config_(std::move(config)),
           store_(std::move(store)),
           master_key_(std::move(master_key)),
@@ -387,7 +387,7 @@ public:
           publish_(std::move(publish)),
           log_(log),
           metrics_(metrics),
-          cert_cache_counts_(std::move(cert_cache_counts)),
+          metrics_extras_(std::move(metrics_extras)),
           config_state_(std::make_shared<GatewayState>()) {}
 
     void load() {
@@ -948,9 +948,8 @@ private:
     AdminResponse render_metrics() const {
         AdminResponse r;
         r.content_type = metrics_content_type;
-        std::pair<std::uint64_t, std::uint64_t> counts{0, 0};
-        if (cert_cache_counts_) counts = cert_cache_counts_();
-        if (metrics_) r.body = metrics_->render(counts.first, counts.second);
+        const MetricsExtras extras = metrics_extras_ ? metrics_extras_() : MetricsExtras{};
+        if (metrics_) r.body = metrics_->render(extras);
         return r;
     }
 
@@ -1007,7 +1006,7 @@ private:
     std::shared_ptr<const GatewayState> published_;  // the last state handed to publish_
     AccessLog* log_;
     Metrics* metrics_;
-    std::function<std::pair<std::uint64_t, std::uint64_t>()> cert_cache_counts_;
+    std::function<MetricsExtras()> metrics_extras_;
 
     std::mutex mutex_;
     bool loaded_ = false;
@@ -1018,9 +1017,9 @@ private:
 
 AdminApi::AdminApi(Config config, std::unique_ptr<VaultStore> store, Secret master_key, AdminOptions options,
                    std::function<void(std::shared_ptr<const GatewayState>)> publish, AccessLog* log, Metrics* metrics,
-                   std::function<std::pair<std::uint64_t, std::uint64_t>()> cert_cache_counts)
+                   std::function<MetricsExtras()> metrics_extras)
     : impl_(std::make_unique<Impl>(std::move(config), std::move(store), std::move(master_key), std::move(options),
-                                   std::move(publish), log, metrics, std::move(cert_cache_counts))) {}
+                                   std::move(publish), log, metrics, std::move(metrics_extras))) {}
 
 AdminApi::~AdminApi() = default;
 

@@ -77,7 +77,7 @@ std::uint64_t Metrics::requests_total() const {
     return total;
 }
 
-std::string Metrics::render(std::uint64_t cert_cache_hits, std::uint64_t cert_cache_misses) const {
+std::string Metrics::render(const MetricsExtras& extras) const {
     std::string out;
     out.reserve(4096);
     char buf[256];
@@ -94,8 +94,16 @@ std::string Metrics::render(std::uint64_t cert_cache_hits, std::uint64_t cert_ca
                   "# TYPE vaultgate_connections_active gauge\nvaultgate_connections_active %lld",
                   static_cast<long long>(active_connections_.load()));
     line(out, buf);
-    counter("vaultgate_cert_cache_hits_total", "Leaf certificates served from the cache.", cert_cache_hits);
-    counter("vaultgate_cert_cache_misses_total", "Leaf certificates minted.", cert_cache_misses);
+    counter("vaultgate_cert_cache_hits_total", "Leaf certificates served from the cache.", extras.cert_cache_hits);
+    counter("vaultgate_cert_cache_misses_total", "Leaf certificates minted.", extras.cert_cache_misses);
+    counter("vaultgate_access_log_dropped_lines_total",
+            "Access-log lines not written: the backlog was over its cap, or a write failed.",
+            extras.access_log_dropped_lines);
+    std::snprintf(buf, sizeof buf,
+                  "# HELP vaultgate_upstream_pooled_connections Idle upstream connections kept for reuse now.\n"
+                  "# TYPE vaultgate_upstream_pooled_connections gauge\nvaultgate_upstream_pooled_connections %llu",
+                  static_cast<unsigned long long>(extras.upstream_pooled_connections));
+    line(out, buf);
 
     {
         std::lock_guard lock(mutex_);

@@ -177,8 +177,13 @@ public:
     void close_session_connections(const std::string& session_id) override {
         runtime_->connections.close_session(session_id);
     }
-    std::pair<std::uint64_t, std::uint64_t> cert_cache_counts() const override {
-        return {runtime_->leaves->hits(), runtime_->leaves->misses()};
+    MetricsExtras metrics_extras() const override {
+        MetricsExtras extras;
+        extras.cert_cache_hits = runtime_->leaves->hits();
+        extras.cert_cache_misses = runtime_->leaves->misses();
+        if (runtime_->log) extras.access_log_dropped_lines = runtime_->log->dropped_lines();
+        extras.upstream_pooled_connections = limiter_.pooled();
+        return extras;
     }
 
 private:

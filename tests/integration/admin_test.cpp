@@ -174,6 +174,9 @@ TEST_F(AdminTest, SessionTokenOnTheProxyInjectsTheVaultsSecret) {
     EXPECT_FALSE(wait_for_log_entries("vault=team-a").empty());
     auto metrics = api("GET", "/metrics");
     EXPECT_NE(metrics.body.find("vaultgate_injections_total{vault=\"team-a\""), std::string::npos) << metrics.body;
+    // What the server's other parts count is there too.
+    EXPECT_NE(metrics.body.find("\nvaultgate_access_log_dropped_lines_total 0\n"), std::string::npos) << metrics.body;
+    EXPECT_NE(metrics.body.find("\nvaultgate_upstream_pooled_connections "), std::string::npos) << metrics.body;
     expect_no_secret_in_any_response();
 }
 
