@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <map>
 #include <atomic>
 #include <csignal>
 #include <cstdlib>
@@ -26,7 +27,9 @@ constexpr const char* slow_test_dns_ip = "127.0.0.77";
 constexpr const char* fallback_test_dns_ip = "127.0.0.78";
 
 // Answers A queries: fast.test (127.0.0.1) at once, slow.test (127.0.0.1)
-// after `slow_delay`, two.test with 127.0.0.1 then 127.0.0.2; AAAA with an
+// after `slow_delay`, two.test with 127.0.0.1 then 127.0.0.2,
+// silent-then-closed.test with 127.0.0.1 then 127.0.0.3, all-silent.test with
+// 127.0.0.1 then 127.0.0.4; AAAA with an
 // empty answer; everything else NXDOMAIN.
 class TestDnsServer {
 public:
@@ -88,10 +91,13 @@ private:
     }
 
     static std::string answer(const std::string& id, const std::string& question, const std::string& name, int qtype) {
-        bool known = name == "fast.test" || name == "slow.test" || name == "two.test";
+        const std::map<std::string, std::vector<unsigned char>> addresses = {
+            {"fast.test", {1}}, {"slow.test", {1}}, {"two.test", {1, 2}},
+            {"silent-then-closed.test", {1, 3}}, {"all-silent.test", {1, 4}}};
+        const auto found = addresses.find(name);
+        const bool known = found != addresses.end();
         std::vector<unsigned char> last_octets;  // of 127.0.0.x, in answer order
-        if (known && qtype == 1) last_octets = name == "two.test" ? std::vector<unsigned char>{1, 2}
-                                                                  : std::vector<unsigned char>{1};
+        if (known && qtype == 1) last_octets = found->second;
         std::string r = id;
         r += known ? "\x81\x80" : std::string("\x81\x83", 2);  // response, recursion; NOERROR or NXDOMAIN
         r += std::string("\x00\x01", 2);                       // one question
@@ -163,20 +169,45 @@ TEST(ResolverTest, ASlowAnswerDoesNotHoldUpAnotherLookup) {
     EXPECT_EQ(proc.wait_exit(), 0);
 }
 
-// A descriptor closed when the test ends, however it ends.
-struct OwnedFd {
-    int fd;
-    explicit OwnedFd(int f) : fd(f) {}
-    OwnedFd(const OwnedFd&) = delete;
-    OwnedFd& operator=(const OwnedFd&) = delete;
-    ~OwnedFd() {
-        if (fd >= 0) ::close(fd);
+// A listener on ip:port whose accept queue is full: it drops every further
+// SYN, so a connect to it neither succeeds nor fails. Port 0 picks one.
+class Blackhole {
+public:
+    Blackhole(const char* ip, std::uint16_t port) {
+        listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_port = htons(port);
+        ::inet_pton(AF_INET, ip, &addr.sin_addr);
+        socklen_t len = sizeof addr;
+        ok_ = listener_ >= 0 && ::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+              ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len) == 0 && ::listen(listener_, 0) == 0;
+        port_ = ntohs(addr.sin_port);
+        for (int i = 0; ok_ && i < 3; ++i) {
+            fillers_.push_back(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+            ::connect(fillers_.back(), reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+        }
     }
+    Blackhole(const Blackhole&) = delete;
+    Blackhole& operator=(const Blackhole&) = delete;
+    ~Blackhole() {
+        for (int fd : fillers_) ::close(fd);
+        if (listener_ >= 0) ::close(listener_);
+    }
+    bool ok() const { return ok_; }
+    std::uint16_t port() const { return port_; }
+
+private:
+    int listener_ = -1;
+    bool ok_ = false;
+    std::uint16_t port_ = 0;
+    std::vector<int> fillers_;
 };
 
-// A name with two addresses whose first never answers: the dial gives it its
+// Names with two addresses whose first never answers. The dial gives it its
 // share of limits.connect_timeout (half of 4 s) and then tries the second,
-// instead of spending the whole timeout on the first and answering 504.
+// instead of spending the whole timeout on the first and answering 504; what
+// the second does decides the answer.
 TEST(ResolverTest, AnAddressThatDoesNotAnswerIsSkippedForTheNextOne) {
     if (geteuid() != 0) {
         if (std::getenv("VAULTGATE_REQUIRE_ROOT_TESTS"))
@@ -185,28 +216,18 @@ TEST(ResolverTest, AnAddressThatDoesNotAnswerIsSkippedForTheNextOne) {
     }
     TempDir dir;
     TestPki pki(dir);
-    // 127.0.0.1: a listener whose accept queue is full drops every further SYN,
-    // so a connect to it neither succeeds nor fails.
-    OwnedFd blackhole(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    ASSERT_GE(blackhole.fd, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t addr_len = sizeof addr;
-    ASSERT_EQ(::bind(blackhole.fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-    ASSERT_EQ(::getsockname(blackhole.fd, reinterpret_cast<sockaddr*>(&addr), &addr_len), 0);
-    ASSERT_EQ(::listen(blackhole.fd, 0), 0);
-    std::vector<std::unique_ptr<OwnedFd>> fillers;
-    for (int i = 0; i < 3; ++i) {
-        fillers.push_back(std::make_unique<OwnedFd>(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)));
-        ::connect(fillers.back()->fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-    }
-    // 127.0.0.2, same port: the address that answers.
-    CanaryListener target("127.0.0.2", ntohs(addr.sin_port));
+    Blackhole silent("127.0.0.1", 0);
+    ASSERT_TRUE(silent.ok());
+    CanaryListener target("127.0.0.2", silent.port());  // answers
+    // 127.0.0.3: nothing listens, so a connect is refused at once.
+    Blackhole also_silent("127.0.0.4", silent.port());
+    ASSERT_TRUE(also_silent.ok());
 
     TestDnsServer dns(fallback_test_dns_ip, std::chrono::milliseconds(0));
     auto port = std::to_string(target.port());
-    auto yaml = serve_config(dir, pki, 443, 443, "  connect_timeout: 4s\n", ", \"two.test:" + port + "\"");
+    auto yaml = serve_config(dir, pki, 443, 443, "  connect_timeout: 4s\n",
+                             ", \"two.test:" + port + "\", \"silent-then-closed.test:" + port +
+                                 "\", \"all-silent.test:" + port + "\"");
     yaml += "    allowed_cidrs: [127.0.0.0/8]\n";
     auto config = dir.write("vaultgate.yaml", yaml);
     auto resolv =
@@ -216,16 +237,30 @@ TEST(ResolverTest, AnAddressThatDoesNotAnswerIsSkippedForTheNextOne) {
                        "mount --bind \"$0\" /etc/resolv.conf && exec \"$1\" serve --config \"$2\"", resolv});
     ASSERT_TRUE(proc.started()) << proc.stderr_text();
 
-    RawClient client(proc.proxy_port());
-    const auto start = std::chrono::steady_clock::now();
-    auto head = client.connect("two.test:" + port);
-    const auto took = std::chrono::steady_clock::now() - start;
-    EXPECT_EQ(head.rfind("HTTP/1.1 200", 0), 0u) << head;
+    struct Case {
+        const char* name;
+        const char* status;                 // the CONNECT answer
+        std::chrono::milliseconds at_least; // a lower bound the timers guarantee
+    };
+    const Case cases[] = {
+        // The silent address was tried first and given its share: the
+        // fallback, not a lucky order, is what passed.
+        {"two.test", "HTTP/1.1 200", std::chrono::milliseconds(1900)},
+        {"silent-then-closed.test", "HTTP/1.1 502", std::chrono::milliseconds(1900)},
+        // Both silent: the second gets what is left, then it is a timeout.
+        {"all-silent.test", "HTTP/1.1 504", std::chrono::milliseconds(3900)},
+    };
+    for (const auto& c : cases) {
+        SCOPED_TRACE(c.name);
+        RawClient client(proc.proxy_port());
+        const auto start = std::chrono::steady_clock::now();
+        auto head = client.connect(std::string(c.name) + ":" + port);
+        const auto took = std::chrono::steady_clock::now() - start;
+        EXPECT_EQ(head.rfind(c.status, 0), 0u) << head;
+        EXPECT_GE(took, c.at_least);
+        client.close();
+    }
     EXPECT_TRUE(eventually([&] { return target.accepted() == 1; }));  // counted by its own thread
-    // The silent address was tried first and given its share (a lower bound a
-    // timer guarantees): the fallback, not a lucky order, is what passed.
-    EXPECT_GE(took, std::chrono::milliseconds(1900));
-    client.close();
     proc.signal(SIGTERM);
     EXPECT_EQ(proc.wait_exit(), 0);
 }
