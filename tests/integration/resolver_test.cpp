@@ -122,30 +122,48 @@ private:
     std::vector<std::thread> delayed_;
 };
 
-TEST(ResolverTest, ASlowAnswerDoesNotHoldUpAnotherLookup) {
-    // The test resolver must listen on port 53 (resolv.conf has no port) and the
-    // proxy sees it through a bind mount over /etc/resolv.conf in a private mount
-    // namespace: both need root. A developer without root skips this test; CI
-    // runs as root and sets VAULTGATE_REQUIRE_ROOT_TESTS, so there it cannot
-    // be skipped unnoticed.
-    if (geteuid() != 0) {
+// The test resolver must listen on port 53 (resolv.conf has no port) and the
+// proxy sees it through a bind mount over /etc/resolv.conf in a private mount
+// namespace: both need root. A developer without root skips these tests; CI
+// runs as root and sets VAULTGATE_REQUIRE_ROOT_TESTS, which turns the skip into
+// a failure, so there they cannot be skipped unnoticed.
+class ResolverTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        if (geteuid() == 0) return;
         if (std::getenv("VAULTGATE_REQUIRE_ROOT_TESTS"))
             FAIL() << "VAULTGATE_REQUIRE_ROOT_TESTS is set but this test runs without root";
         GTEST_SKIP() << "needs root: a resolver on port 53 and a private mount namespace (unshare -m)";
     }
-    TempDir dir;
-    TestPki pki(dir);
+
+    // The proxy, in a mount namespace whose /etc/resolv.conf names only the
+    // test resolver at dns_ip, allowed to reach the given names and 127/8.
+    std::unique_ptr<ServeProcess> start_proxy(const char* dns_ip, const std::string& limits,
+                                              const std::vector<std::string>& allowed) {
+        std::string allowed_extra;
+        for (const auto& a : allowed) allowed_extra += ", \"" + a + "\"";
+        auto yaml = serve_config(dir_, pki_, 443, 443, limits, allowed_extra);
+        yaml += "    allowed_cidrs: [127.0.0.0/8]\n";
+        auto config = dir_.write("vaultgate.yaml", yaml);
+        auto resolv =
+            dir_.write("resolv.conf", std::string("nameserver ") + dns_ip + "\noptions timeout:10 attempts:1\n");
+        return std::make_unique<ServeProcess>(
+            config, std::map<std::string, std::string>{}, 0,
+            std::vector<std::string>{"unshare", "-m", "sh", "-c",
+                                     "mount --bind \"$0\" /etc/resolv.conf && exec \"$1\" serve --config \"$2\"",
+                                     resolv});
+    }
+
+    TempDir dir_;
+    TestPki pki_{dir_};
+};
+
+TEST_F(ResolverTest, ASlowAnswerDoesNotHoldUpAnotherLookup) {
     CanaryListener target;
     TestDnsServer dns(slow_test_dns_ip, std::chrono::milliseconds(4000));
     auto port = std::to_string(target.port());
-    auto yaml = serve_config(dir, pki, 443, 443, "", ", \"fast.test:" + port + "\", \"slow.test:" + port + "\"");
-    yaml += "    allowed_cidrs: [127.0.0.0/8]\n";
-    auto config = dir.write("vaultgate.yaml", yaml);
-    auto resolv =
-        dir.write("resolv.conf", std::string("nameserver ") + slow_test_dns_ip + "\noptions timeout:10 attempts:1\n");
-    ServeProcess proc(config, {}, 0,
-                      {"unshare", "-m", "sh", "-c",
-                       "mount --bind \"$0\" /etc/resolv.conf && exec \"$1\" serve --config \"$2\"", resolv});
+    auto proxy = start_proxy(slow_test_dns_ip, "", {"fast.test:" + port, "slow.test:" + port});
+    auto& proc = *proxy;
     ASSERT_TRUE(proc.started()) << proc.stderr_text();
 
     RawClient slow(proc.proxy_port());
@@ -208,14 +226,7 @@ private:
 // share of limits.connect_timeout (half of 4 s) and then tries the second,
 // instead of spending the whole timeout on the first and answering 504; what
 // the second does decides the answer.
-TEST(ResolverTest, AnAddressThatDoesNotAnswerIsSkippedForTheNextOne) {
-    if (geteuid() != 0) {
-        if (std::getenv("VAULTGATE_REQUIRE_ROOT_TESTS"))
-            FAIL() << "VAULTGATE_REQUIRE_ROOT_TESTS is set but this test runs without root";
-        GTEST_SKIP() << "needs root: a resolver on port 53 and a private mount namespace (unshare -m)";
-    }
-    TempDir dir;
-    TestPki pki(dir);
+TEST_F(ResolverTest, AnAddressThatDoesNotAnswerIsSkippedForTheNextOne) {
     Blackhole silent("127.0.0.1", 0);
     ASSERT_TRUE(silent.ok());
     CanaryListener target("127.0.0.2", silent.port());  // answers
@@ -225,16 +236,9 @@ TEST(ResolverTest, AnAddressThatDoesNotAnswerIsSkippedForTheNextOne) {
 
     TestDnsServer dns(fallback_test_dns_ip, std::chrono::milliseconds(0));
     auto port = std::to_string(target.port());
-    auto yaml = serve_config(dir, pki, 443, 443, "  connect_timeout: 4s\n",
-                             ", \"two.test:" + port + "\", \"silent-then-closed.test:" + port +
-                                 "\", \"all-silent.test:" + port + "\"");
-    yaml += "    allowed_cidrs: [127.0.0.0/8]\n";
-    auto config = dir.write("vaultgate.yaml", yaml);
-    auto resolv =
-        dir.write("resolv.conf", std::string("nameserver ") + fallback_test_dns_ip + "\noptions timeout:10 attempts:1\n");
-    ServeProcess proc(config, {}, 0,
-                      {"unshare", "-m", "sh", "-c",
-                       "mount --bind \"$0\" /etc/resolv.conf && exec \"$1\" serve --config \"$2\"", resolv});
+    auto proxy = start_proxy(fallback_test_dns_ip, "  connect_timeout: 4s\n",
+                             {"two.test:" + port, "silent-then-closed.test:" + port, "all-silent.test:" + port});
+    auto& proc = *proxy;
     ASSERT_TRUE(proc.started()) << proc.stderr_text();
 
     struct Case {
