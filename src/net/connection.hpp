@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace vaultgate::net {
 
@@ -15,6 +16,14 @@ struct ClientContext {
     std::string client_ip;
     std::string session_id;
 };
+
+// Milliseconds since `start`, for the access log.
+double ms_since(clock::time_point start);
+
+// An access-log entry of this connection with the fields every line has: the
+// time, session and client, what was asked for where, and how long since start.
+AccessLogEntry access_entry(const ClientContext& ctx, std::string_view ingress, std::string_view method,
+                            const Authority& dest, clock::time_point start);
 
 // A fresh context for an accepted socket: its watchdog started and watching it,
 // the client's address, Nagle off.

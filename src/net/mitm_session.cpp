@@ -26,10 +26,6 @@ std::string_view path_of(std::string_view target) {
     return end == std::string_view::npos ? target : target.substr(0, end);
 }
 
-double ms_since(clock::time_point start) {
-    return std::chrono::duration<double, std::milli>(clock::now() - start).count();
-}
-
 bool is_websocket_upgrade(const RequestHead& req, const std::vector<std::string>& options) {
     auto upgrade = req.get("upgrade");
     return upgrade && iequals(*upgrade, "websocket") && listed_in(options, "upgrade") && req.method == "GET";
@@ -140,24 +136,16 @@ awaitable<void> MitmSession::reply(std::string response) {
 }
 
 void MitmSession::log_request(const RequestHead& req, int status, const Binding* binding, std::string_view reason) {
-    AccessLogEntry e;
-    e.ts = std::chrono::system_clock::now();
-    e.session = ctx_.session_id;
+    auto e = access_entry(ctx_, "mitm", req.method, dest_, request_start_);
     if (binding && binding->vault) {
         e.vault = binding->vault->name;
         e.service = binding->service->id;
     }
-    e.ingress = "mitm";
-    e.method = req.method;
-    e.host = dest_.host;
-    e.port = dest_.port;
     e.set_path(req.target.empty() ? std::string_view("/") : std::string_view(req.target));
     e.status = status;
     e.bytes_up = bytes_up_;
     e.bytes_down = bytes_down_;
-    e.ms = ms_since(request_start_);
     e.reason = std::string(reason);
-    e.client = ctx_.client_ip;
     rt_.record(e);
 }
 

@@ -109,7 +109,7 @@ awaitable<void> handle_plain_http(ClientContext& ctx, tcp::socket& client, ReadB
     e.client = ctx.client_ip;
     auto finish_log = [&](std::string ingress, int status, std::string reason) {
         e.ts = std::chrono::system_clock::now();
-        e.ms = std::chrono::duration<double, std::milli>(clock::now() - start).count();
+        e.ms = ms_since(start);
         e.ingress = std::move(ingress);
         e.status = status;
         e.reason = std::move(reason);

@@ -11,29 +11,13 @@
 #include "splice.hpp"
 #include "vaultgate/diag_log.hpp"
 
+#include <optional>
+
 namespace vaultgate::net {
 
 namespace {
 
 constexpr std::string_view connection_established = "HTTP/1.1 200 Connection established\r\n\r\n";
-
-double ms_since(clock::time_point start) {
-    return std::chrono::duration<double, std::milli>(clock::now() - start).count();
-}
-
-AccessLogEntry entry_for(const ClientContext& ctx, std::string_view ingress, std::string_view method,
-                         const Authority& dest, clock::time_point start) {
-    AccessLogEntry e;
-    e.ts = std::chrono::system_clock::now();
-    e.session = ctx.session_id;
-    e.ingress = std::string(ingress);
-    e.method = std::string(method);
-    e.host = dest.host;
-    e.port = dest.port;
-    e.ms = ms_since(start);
-    e.client = ctx.client_ip;
-    return e;
-}
 
 awaitable<void> refuse(ClientContext& ctx, tcp::socket& client, std::string response) {
     co_await write_all(client, response, *ctx.watchdog, ctx.rt->config.limits.idle_timeout);
@@ -43,22 +27,31 @@ awaitable<void> refuse(ClientContext& ctx, tcp::socket& client, std::string resp
 
 awaitable<void> deny(ClientContext& ctx, tcp::socket& client, DenyReason reason, const Authority& dest,
                      std::string_view method, clock::time_point start) {
-    auto e = entry_for(ctx, "denied", method, dest, start);
+    auto e = access_entry(ctx, "denied", method, dest, start);
     e.status = 403;
     e.reason = std::string(deny_reason_name(reason));
     ctx.rt->record(e);
     co_await refuse(ctx, client, denied_response(reason, dest));
 }
 
-// Handles a CONNECT up to the point where the connection is a tunnel (run here)
-// or a MITM'd connection: then it returns the destination, and the caller runs
-// the MITM session once it has let go of what the CONNECT phase needed.
-awaitable<std::optional<Authority>> handle_connect(ClientContext& ctx, tcp::socket& client, ReadBuffer& buf,
-                                                   const RequestHead& req, const Session& session,
-                                                   const GatewayState& state, clock::time_point start) {
+// What an answered CONNECT leads to. Both phases may last hours, so the caller
+// runs them only after letting go of what the CONNECT itself needed.
+struct ConnectPhase {
+    enum class Kind { done, mitm, tunnel } kind = Kind::done;
+    Authority dest;
+    std::optional<tcp::socket> upstream;  // tunnel: dialled and checked
+    std::string leftover;                 // tunnel: bytes the client sent after the CONNECT head
+};
+
+// Handles a CONNECT up to the point where the connection becomes a tunnel or
+// a MITM'd connection; refusals and failures are answered here (done).
+awaitable<ConnectPhase> handle_connect(ClientContext& ctx, tcp::socket& client, ReadBuffer& buf,
+                                       const RequestHead& req, const Session& session, const GatewayState& state,
+                                       clock::time_point start) {
+    ConnectPhase next;
     auto parsed = parse_authority(req.target, 0);
     if (!parsed) {
-        auto e = entry_for(ctx, "denied", "CONNECT", Authority{}, start);
+        auto e = access_entry(ctx, "denied", "CONNECT", Authority{}, start);
         e.status = 400;
         e.reason = "bad_authority";
         ctx.rt->record(e);
@@ -66,14 +59,14 @@ awaitable<std::optional<Authority>> handle_connect(ClientContext& ctx, tcp::sock
                         error_response(400, "bad_authority",
                                        std::string("CONNECT target: ") + std::string(host_error_text(parsed.error)),
                                        true));
-        co_return std::nullopt;
+        co_return next;
     }
     Authority dest = *parsed.authority;
     auto route = state.route(session, dest, EgressKind::connect);
 
     if (route.kind == RouteKind::denied) {
         co_await deny(ctx, client, route.reason, dest, "CONNECT", start);
-        co_return std::nullopt;
+        co_return next;
     }
     if (route.kind == RouteKind::mitm) {
         // The TLS handshake must start after our 200; bytes sent before it would
@@ -81,23 +74,25 @@ awaitable<std::optional<Authority>> handle_connect(ClientContext& ctx, tcp::sock
         if (!buf.empty()) {
             co_await refuse(ctx, client,
                             error_response(400, "early_data", "send the TLS handshake after the 200 response", true));
-            co_return std::nullopt;
+            co_return next;
         }
         if (co_await write_all(client, connection_established, *ctx.watchdog, ctx.rt->config.limits.idle_timeout))
-            co_return std::nullopt;
+            co_return next;
         ctx.watchdog->unwatch(client);  // the TLS stream takes the socket over
-        co_return dest;
+        next.kind = ConnectPhase::Kind::mitm;
+        next.dest = dest;
+        co_return next;
     }
 
     tcp::socket upstream(client.get_executor());
     auto dialed = co_await dial_checked(*ctx.rt, session.policy, dest, upstream, *ctx.watchdog);
     if (dialed.denied != DenyReason::none) {
         co_await deny(ctx, client, dialed.denied, dest, "CONNECT", start);
-        co_return std::nullopt;
+        co_return next;
     }
     if (!dialed.ok()) {
         int status = dialed.timed_out ? 504 : 502;
-        auto e = entry_for(ctx, "tunnel", "CONNECT", dest, start);
+        auto e = access_entry(ctx, "tunnel", "CONNECT", dest, start);
         e.status = status;
         e.reason = dialed.timed_out ? "upstream_timeout" : "upstream_unreachable";
         ctx.rt->record(e);
@@ -106,13 +101,15 @@ awaitable<std::optional<Authority>> handle_connect(ClientContext& ctx, tcp::sock
                                        dialed.timed_out ? "the destination did not answer in time"
                                                         : "cannot connect to the destination",
                                        true));
-        co_return std::nullopt;
+        co_return next;
     }
     if (co_await write_all(client, connection_established, *ctx.watchdog, ctx.rt->config.limits.idle_timeout))
-        co_return std::nullopt;
-    std::string leftover(buf.view());
-    co_await run_tunnel(ctx, client, upstream, dest, std::move(leftover));
-    co_return std::nullopt;
+        co_return next;
+    next.kind = ConnectPhase::Kind::tunnel;
+    next.dest = dest;
+    next.upstream.emplace(std::move(upstream));
+    next.leftover.assign(buf.view());
+    co_return next;
 }
 
 }  // namespace
@@ -129,7 +126,7 @@ awaitable<void> run_tunnel(ClientContext& ctx, tcp::socket& client, tcp::socket&
         counters.up += leftover.size();
     }
     if (ok) co_await splice(client, upstream, wd, ctx.rt->config.limits.idle_timeout, counters);
-    auto e = entry_for(ctx, "tunnel", "CONNECT", dest, start);
+    auto e = access_entry(ctx, "tunnel", "CONNECT", dest, start);
     e.status = 200;
     e.bytes_up = counters.up;
     e.bytes_down = counters.down;
@@ -137,6 +134,24 @@ awaitable<void> run_tunnel(ClientContext& ctx, tcp::socket& client, tcp::socket&
     wd.unwatch(upstream);
     error_code ignored;
     upstream.close(ignored);
+}
+
+double ms_since(clock::time_point start) {
+    return std::chrono::duration<double, std::milli>(clock::now() - start).count();
+}
+
+AccessLogEntry access_entry(const ClientContext& ctx, std::string_view ingress, std::string_view method,
+                            const Authority& dest, clock::time_point start) {
+    AccessLogEntry e;
+    e.ts = std::chrono::system_clock::now();
+    e.session = ctx.session_id;
+    e.ingress = std::string(ingress);
+    e.method = std::string(method);
+    e.host = dest.host;
+    e.port = dest.port;
+    e.ms = ms_since(start);
+    e.client = ctx.client_ip;
+    return e;
 }
 
 ClientContext make_client_context(std::shared_ptr<Runtime> rt, tcp::socket& client) {
@@ -172,7 +187,7 @@ awaitable<void> handle_proxy_client(std::shared_ptr<Runtime> rt, tcp::socket cli
         std::shared_ptr<const GatewayState> state = rt->snapshot();
         auto auth = authenticate_session(*state, req, ctx.client_ip);
         if (!auth.session) {
-            auto e = entry_for(ctx, "denied", req.method, Authority{}, start);
+            auto e = access_entry(ctx, "denied", req.method, Authority{}, start);
             e.status = 407;
             e.reason = "session_required";
             rt->record(e);
@@ -181,17 +196,20 @@ awaitable<void> handle_proxy_client(std::shared_ptr<Runtime> rt, tcp::socket cli
             ctx.session_id = auth.session->id;
             rt->connections.add(ctx.session_id, ctx.watchdog);
             if (req.method == "CONNECT") {
-                auto mitm_dest = co_await handle_connect(ctx, client, buf, req, *auth.session, *state, start);
-                if (mitm_dest) {
-                    // The MITM phase may last hours. What only the CONNECT needed
-                    // goes first: its head, the read buffer, and the state
-                    // snapshot, which would otherwise keep replaced credentials
-                    // in memory for as long as the connection lasts.
-                    auth = {};
-                    state.reset();
-                    req = RequestHead{};
-                    buf.release_if_empty();
-                    co_await run_mitm(ctx, std::move(client), std::move(*mitm_dest));
+                auto next = co_await handle_connect(ctx, client, buf, req, *auth.session, *state, start);
+                // A tunnel or MITM phase may last hours. What only the CONNECT
+                // needed goes first: its head, the read buffer, and the state
+                // snapshot, which would otherwise keep replaced credentials in
+                // memory for as long as the connection lasts.
+                auth = {};
+                state.reset();
+                req = RequestHead{};
+                buf.consume(buf.size());  // a tunnel's leftover bytes were copied out
+                buf.release_if_empty();
+                if (next.kind == ConnectPhase::Kind::mitm) {
+                    co_await run_mitm(ctx, std::move(client), std::move(next.dest));
+                } else if (next.kind == ConnectPhase::Kind::tunnel) {
+                    co_await run_tunnel(ctx, client, *next.upstream, next.dest, std::move(next.leftover));
                 }
             } else {
                 co_await handle_plain_http(ctx, client, buf, std::move(req), state, start);

@@ -75,17 +75,9 @@ awaitable<HelloResult> peek_client_hello(tcp::socket& socket, Watchdog& watchdog
 
 void record_tls(ClientContext& ctx, const char* ingress, int status, std::string reason, const Authority& dest,
                 clock::time_point start) {
-    AccessLogEntry e;
-    e.ts = std::chrono::system_clock::now();
-    e.session = ctx.session_id;
-    e.ingress = ingress;
-    e.method = "TLS";
-    e.host = dest.host;
-    e.port = dest.port;
+    auto e = access_entry(ctx, ingress, "TLS", dest, start);
     e.status = status;
     e.reason = std::move(reason);
-    e.client = ctx.client_ip;
-    e.ms = std::chrono::duration<double, std::milli>(clock::now() - start).count();
     ctx.rt->record(e);
 }
 
@@ -191,6 +183,10 @@ awaitable<void> handle_transparent_client(std::shared_ptr<Runtime> rt, tcp::sock
             // The bound origin is reached by name, through the usual checks;
             // the client's TLS handshake is still unread in the socket.
             ctx.watchdog->unwatch(client);
+            // As after a CONNECT: the long phase does not keep the snapshot
+            // (and the replaced credentials in it) alive.
+            session = nullptr;
+            state.reset();
             co_await run_mitm(ctx, std::move(client), by_name);
         } else {
             tcp::socket upstream(client.get_executor());
@@ -198,6 +194,8 @@ awaitable<void> handle_transparent_client(std::shared_ptr<Runtime> rt, tcp::sock
             if (dialed.denied != DenyReason::none) {
                 co_await refuse_tls(ctx, client, dialed.denied, by_name, start);
             } else if (dialed.ok()) {
+                session = nullptr;
+                state.reset();
                 co_await run_tunnel(ctx, client, upstream, by_name, {});
             } else {
                 // As for CONNECT: logged, and the client is told rather than reset.
