@@ -388,6 +388,31 @@ TEST_F(MitmTest, APooledUpstreamConnectionIsClosedWhenItsIdleTimeoutRunsOut) {
     EXPECT_EQ(bound_.connections(), 2u);
 }
 
+// A replaced state (its credentials with it) is freed while long-lived
+// connections stay open: neither a tunnel nor a MITM'd connection keeps the
+// snapshot its CONNECT was decided with.
+TEST_F(MitmTest, OpenTunnelsAndMitmConnectionsDoNotKeepAReplacedStateAlive) {
+    RawClient tunnel(proxy_->port());
+    auto head = tunnel.connect("other.test:" + std::to_string(other_.port()));
+    ASSERT_EQ(head.rfind("HTTP/1.1 200", 0), 0u) << head;
+    auto mitm = open_bound();
+    mitm->write(get("/echo"));
+    auto r = mitm->read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+
+    std::weak_ptr<const GatewayState> before = proxy_->server().state();
+    std::vector<std::string> warnings;
+    proxy_->server().replace_state(build_state(proxy_->config(), warnings));
+    EXPECT_TRUE(eventually([&] { return before.expired(); }));
+    // Both connections are still there and serve.
+    EXPECT_TRUE(tunnel.start_tls(pki_.upstream_ca_cert, "other.test"));
+    mitm->write(get("/echo"));
+    r = mitm->read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+}
+
 TEST_F(MitmTest, OneMebibytePostArrivesWhole) {
     auto c = open_bound();
     std::string body(1 << 20, 'b');
