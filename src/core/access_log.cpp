@@ -131,15 +131,17 @@ namespace {
 constexpr std::size_t flush_batch_bytes = 64 * 1024;
 
 // Writes as much of `data` as the destination takes, retrying short writes
-// and interruptions, and waiting (boundedly) on a destination opened
-// non-blocking. Returns how many bytes went out; errno says why not all did.
+// and interruptions, and waiting on a destination opened non-blocking (a pipe
+// to a log collector) for as long as it keeps taking bytes: it gives up only
+// after 5 s without progress. Returns how many bytes went out; errno says why
+// not all did.
 std::size_t write_fully(int fd, std::string_view data) {
     std::size_t written = 0;
-    int waits = 0;
+    int waits_without_progress = 0;
     while (written < data.size()) {
         ssize_t n = ::write(fd, data.data() + written, data.size() - written);
         if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && waits++ < 50) {
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && waits_without_progress++ < 50) {
             pollfd p{fd, POLLOUT, 0};
             ::poll(&p, 1, 100);
             continue;
@@ -149,6 +151,7 @@ std::size_t write_fully(int fd, std::string_view data) {
             break;
         }
         written += static_cast<std::size_t>(n);
+        waits_without_progress = 0;
     }
     return written;
 }

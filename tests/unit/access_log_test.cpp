@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -245,6 +246,46 @@ TEST(AccessLogTest, LinesAFullDiskRefusesAreCountedAsLost) {
     log.flush();  // ENOSPC: both lines are lost, and counted
     EXPECT_EQ(log.dropped_lines(), 2u);
     EXPECT_EQ(log.recent(10).size(), 2u);  // the admin API still has them
+}
+
+// stdout as a non-blocking pipe to a collector that reads slower than lines
+// come but keeps reading: every line arrives, none is counted as lost,
+// however many times the writer has to wait for room.
+TEST(AccessLogTest, ASlowButSteadyNonBlockingPipeLosesNothing) {
+    int pipe_fds[2];
+    ASSERT_EQ(::pipe(pipe_fds), 0);
+    ASSERT_EQ(::fcntl(pipe_fds[1], F_SETFL, ::fcntl(pipe_fds[1], F_GETFL) | O_NONBLOCK), 0);
+    const int saved_stdout = ::dup(STDOUT_FILENO);
+    ASSERT_GE(saved_stdout, 0);
+    ASSERT_EQ(::dup2(pipe_fds[1], STDOUT_FILENO), STDOUT_FILENO);
+
+    // The collector: 16 KiB every 5 ms, until the writer's end is closed.
+    std::size_t received = 0;
+    std::thread collector([&] {
+        char buf[16384];
+        for (;;) {
+            const ssize_t n = ::read(pipe_fds[0], buf, sizeof buf);
+            if (n <= 0) return;
+            received += static_cast<std::size_t>(n);
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+    });
+    const std::size_t line_bytes = to_json_line(spec_entry()).size() + 1;
+    const int lines = 20000;  // about 4 MiB: far more than the pipe holds
+    std::uint64_t dropped = 0;
+    {
+        AccessLog log("stdout", 10, std::chrono::hours(1));
+        for (int i = 0; i < lines; ++i) log.write(spec_entry());
+        log.flush();
+        dropped = log.dropped_lines();
+    }
+    ::dup2(saved_stdout, STDOUT_FILENO);
+    ::close(saved_stdout);
+    ::close(pipe_fds[1]);
+    collector.join();
+    ::close(pipe_fds[0]);
+    EXPECT_EQ(dropped, 0u);
+    EXPECT_EQ(received, line_bytes * lines);
 }
 
 TEST(AccessLogTest, NewFileIsNotWorldReadable) {
