@@ -404,17 +404,17 @@ AdminResponse read_response(Connection& conn, std::string_view method) {
     }
 }
 
-std::string read_token_file(const std::string& path) {
-    std::string token = read_file_wiping(path, "token file");
-    // The server's reading of the same file, so both agree on the token.
+}  // namespace
+
+std::string read_token_file(const std::string& path, std::string_view what) {
+    std::string token = read_file_wiping(path, what);
+    // One reading for the server and the CLI, so both agree on the token.
     if (auto why = validation::normalise_admin_token(token)) {
         wipe_string(token);
-        throw UsageError("token file " + path + " " + *why);
+        throw UsageError(std::string(what) + " " + path + " " + *why);
     }
     return token;
 }
-
-}  // namespace
 
 AdminClient::AdminClient(AdminEndpoint endpoint, std::optional<Secret> token)
     : endpoint_(std::move(endpoint)), token_(std::move(token)) {}
@@ -466,7 +466,7 @@ AdminClient admin_client_from(const CommandLine& command_line) {
             token_file = env;
     std::optional<Secret> token;
     if (token_file) {
-        std::string text = read_token_file(*token_file);
+        std::string text = read_token_file(*token_file, "token file");
         token.emplace(std::move(text));
         wipe_string(text);
     }

@@ -139,6 +139,12 @@ std::string read_all_wiping(int fd, std::string_view what);
 // and the path when it cannot be opened.
 std::string read_file_wiping(const std::string& path, std::string_view what);
 
+// The admin token file (the server's admin.token_file, or the CLI's
+// --token-file), read through a wiped buffer and checked as
+// validation::normalise_admin_token says; a UsageError naming `what` and the
+// path (never the token) when it is unreadable or unusable.
+std::string read_token_file(const std::string& path, std::string_view what);
+
 // {"name":NAME,"value":VALUE}, or {"value":VALUE} when name is empty, built in
 // one reserved buffer. The caller wipes it after sending.
 std::string credential_body(std::string_view name, const Secret& value);

@@ -1,6 +1,6 @@
 // `vaultgate serve` and `vaultgate check-config`: load the config, build the
 // state, run the server, and turn signals into reloads and drains.
-#include "admin_client.hpp"  // read_file_wiping
+#include "admin_client.hpp"  // read_token_file
 #include "commands.hpp"
 #include "sd_notify.hpp"
 #include "vaultgate/admin_api.hpp"
@@ -11,7 +11,6 @@
 #include "vaultgate/server.hpp"
 #include "vaultgate/store.hpp"
 #include "vaultgate/trim_schedule.hpp"
-#include "vaultgate/validation.hpp"
 
 #include <csignal>
 #include <cstdio>
@@ -67,16 +66,10 @@ std::string read_file(const std::string& path, const std::string& what) {
     return ss.str();
 }
 
-// The admin token file, read as validation::normalise_admin_token says.
+// The admin token file, read as the CLI reads it.
 std::optional<std::string> read_admin_token(const Config& config) {
     if (!config.admin_token_file) return std::nullopt;
-    // Read through a buffer that is wiped, like every other secret the CLI reads.
-    auto token = read_file_wiping(*config.admin_token_file, "admin.token_file");
-    if (auto why = validation::normalise_admin_token(token)) {
-        wipe_string(token);
-        throw std::runtime_error("admin.token_file: " + *config.admin_token_file + " " + *why);
-    }
-    return token;
+    return read_token_file(*config.admin_token_file, "admin.token_file");
 }
 
 // Adapts the listener's parsed call to the admin API and back.

@@ -2,6 +2,7 @@
 // that turns a Config into one.
 #include "vaultgate/gateway_state.hpp"
 #include "unique_fd.hpp"
+#include "vaultgate/bootstrap_env.hpp"  // placeholder_for
 #include "vaultgate/validation.hpp"
 
 #include <cerrno>
@@ -16,8 +17,9 @@ namespace vaultgate {
 namespace {
 
 // Credentials are API keys and tokens; a cap keeps a wrong path (a log, a
-// device) from being read into memory whole.
-constexpr std::size_t max_credential_bytes = 64 * 1024;
+// device) from being read into memory whole. The value itself must then pass
+// validation::check_credential_value (16 KiB).
+constexpr std::size_t max_credential_file_bytes = 64 * 1024;
 
 using Fd = UniqueFd;
 
@@ -31,7 +33,7 @@ std::optional<std::string> read_secret_file(const std::string& path, std::string
     // A FIFO or a device could block or never end.
     if (!S_ISREG(st.st_mode)) return std::string("not a regular file");
 
-    std::string buf(max_credential_bytes + 1, '\0');
+    std::string buf(max_credential_file_bytes + 1, '\0');
     std::size_t got = 0;
     while (got < buf.size()) {
         const ssize_t n = ::read(fd.get(), buf.data() + got, buf.size() - got);
@@ -44,9 +46,9 @@ std::optional<std::string> read_secret_file(const std::string& path, std::string
         if (n == 0) break;
         got += static_cast<std::size_t>(n);
     }
-    if (got > max_credential_bytes) {
+    if (got > max_credential_file_bytes) {
         wipe_string(buf);
-        return "larger than " + std::to_string(max_credential_bytes) + " bytes";
+        return "larger than " + std::to_string(max_credential_file_bytes) + " bytes";
     }
     // Editors and `echo` end files with a newline that is not part of the key.
     std::size_t len = got;
@@ -154,7 +156,8 @@ std::shared_ptr<const RedactionPatterns> redaction_patterns(const AuthSpec& auth
         wipe_string(user_secret);
     }
     try {
-        return std::make_shared<const RedactionPatterns>(needles, "vaultgate-placeholder-" + auth.key);
+        // The placeholder the bootstrapper hands the sandbox for that credential.
+        return std::make_shared<const RedactionPatterns>(needles, placeholder_for(auth.key));
     } catch (const std::invalid_argument&) {
         // The secret occurs in its own placeholder (a very short secret):
         // redacting would put it back.

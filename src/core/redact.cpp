@@ -95,26 +95,36 @@ RedactionPatterns::RedactionPatterns(const std::vector<Secret>& secrets, std::st
     if (placeholder_.empty()) throw std::invalid_argument("redaction placeholder is empty");
 
     std::vector<std::string> forms;
-    // Reserved up front: a reallocation would move short strings and leave
-    // their bytes in the freed buffer.
-    forms.reserve(secrets.size() * 17);
-    auto add_json_form = [&](std::string_view text, JsonStyle style, bool upper_hex) {
-        if (auto escaped = json_escaped(text, style, upper_hex)) {
-            forms.push_back(std::move(*escaped));
-            wipe_string(*escaped);  // a short string is copied, not moved
+    // The vector never grows past what is reserved here (the most forms one
+    // secret has, below, times the secrets): a reallocation would move short
+    // strings and leave their bytes in the freed buffer. add_form refuses
+    // rather than grow, so a form added below without raising this count fails
+    // loudly in the tests instead of leaving copies.
+    constexpr std::size_t max_forms_per_secret = 17;
+    forms.reserve(secrets.size() * max_forms_per_secret);
+    auto add_form = [&](std::string form) {
+        if (forms.size() == forms.capacity()) {
+            wipe_string(form);
+            for (std::string& f : forms) wipe_string(f);
+            throw std::logic_error("redaction: more forms than max_forms_per_secret");
         }
+        forms.push_back(std::move(form));
+        wipe_string(form);  // a short string is copied, not moved
+    };
+    auto add_json_form = [&](std::string_view text, JsonStyle style, bool upper_hex) {
+        if (auto escaped = json_escaped(text, style, upper_hex)) add_form(std::move(*escaped));
     };
     for (const Secret& secret : secrets) {
         const std::string_view raw = secret.reveal();
         if (raw.empty()) continue;
         const std::size_t first = forms.size();
-        forms.emplace_back(raw);
-        forms.push_back(base64_encode(raw, Base64Alphabet::standard, true));
-        forms.push_back(base64_encode(raw, Base64Alphabet::standard, false));
-        forms.push_back(base64_encode(raw, Base64Alphabet::url, true));
-        forms.push_back(base64_encode(raw, Base64Alphabet::url, false));
-        forms.push_back(percent_encode(raw, true));
-        forms.push_back(percent_encode(raw, false));
+        add_form(std::string(raw));
+        add_form(base64_encode(raw, Base64Alphabet::standard, true));
+        add_form(base64_encode(raw, Base64Alphabet::standard, false));
+        add_form(base64_encode(raw, Base64Alphabet::url, true));
+        add_form(base64_encode(raw, Base64Alphabet::url, false));
+        add_form(percent_encode(raw, true));
+        add_form(percent_encode(raw, false));
         // Inside a JSON string. Standard base64 may hold '/', which PHP escapes;
         // the other forms hold nothing a JSON encoder changes.
         constexpr JsonStyle minimal{}, slash{.slash = true}, html{.html = true}, non_ascii{.non_ascii = true},

@@ -387,6 +387,18 @@ TEST_F(AdminTest, DamagedStoreIsAClearStartupError) {
     EXPECT_NE(bad.stderr_text().find("vaultgate.db"), std::string::npos) << bad.stderr_text();
 }
 
+TEST_F(AdminTest, AShortTokenFileStopsTheStartWithoutShowingTheToken) {
+    dir_.write("admin.token", "short-tok3n\n");
+    ServeProcess bad(config_path_);
+    bad.forbid_in_stderr("short-tok3n");
+    EXPECT_FALSE(bad.started());
+    EXPECT_EQ(bad.wait_exit(), 2);
+    const auto err = bad.stderr_text();
+    EXPECT_NE(err.find("admin.token_file " + dir_.file("admin.token") + " must hold a token of at least 16"),
+              std::string::npos)
+        << err;
+}
+
 TEST_F(AdminTest, TcpAdminWithoutTokenFileIsAConfigError) {
     auto yaml = config_yaml();
     yaml.replace(yaml.find("admin:\n  token_file"), std::string("admin:\n  token_file: " + dir_.file("admin.token") + "\n").size(), "");

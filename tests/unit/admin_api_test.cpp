@@ -1040,3 +1040,44 @@ TEST_F(AdminApiTest, ConcurrentChanges) {
 
 }  // namespace
 }  // namespace vaultgate
+
+namespace vaultgate {
+namespace {
+
+// API vaults: a credential inside its own placeholder is warned about when its
+// tables are first (not) built, and not again on later publishes that change
+// nothing for it; the service keeps having no tables, so requests get 502.
+TEST(ComposeState, APlaceholderCollisionIsWarnedAboutOnceAcrossPublishes) {
+    StoreData data;
+    StoredVault v;
+    v.id = "vlt_1";
+    v.name = "api";
+    StoredCredential cred;
+    cred.name = "SHORT";
+    cred.value = Secret(std::string("place"));
+    v.credentials.push_back(std::move(cred));
+    StoredService svc;
+    svc.id = "svc_1";
+    svc.config.host = "redacted.test";
+    svc.config.auth.key = "SHORT";
+    svc.config.redact_response = true;
+    v.services.push_back(svc);
+    data.vaults.push_back(std::move(v));
+    const Config config;
+    const GatewayState config_state;
+    const auto now = std::chrono::system_clock::now();
+
+    std::vector<std::string> warnings;
+    const auto first = compose_state(config_state, config, data, now, nullptr, &warnings);
+    EXPECT_EQ(first->vaults.at("api").services.at(0).redaction, nullptr);
+    ASSERT_EQ(warnings.size(), 1u);
+    EXPECT_NE(warnings[0].find("credential SHORT occurs in its redaction placeholder"), std::string::npos) << warnings[0];
+
+    warnings.clear();
+    const auto second = compose_state(config_state, config, data, now, first.get(), &warnings);
+    EXPECT_EQ(second->vaults.at("api").services.at(0).redaction, nullptr);
+    EXPECT_TRUE(warnings.empty());
+}
+
+}  // namespace
+}  // namespace vaultgate

@@ -156,6 +156,14 @@ TEST(Redactor, ASecretThatIsNotUtf8HasNoJsonForms) {
     EXPECT_EQ(r.redact_all("a x\xff>-raw/ke b"), "a " + placeholder + " b");
 }
 
+// A secret for which every form differs: the most forms one secret has (the
+// count the Redactor reserves room for), all kept.
+TEST(Redactor, ASecretWithEveryKindOfByteHasAllSeventeenForms) {
+    const Redactor r(Secret("aa?\"/<\xc3\xa9"), placeholder);
+    EXPECT_EQ(r.needle_count(), 17u);
+    EXPECT_EQ(r.redact_all("x YWE\\/Ii88w6k= y"), "x " + placeholder + " y");  // PHP-escaped base64
+}
+
 // What common JSON encoders make of a secret inside a string, spelled out.
 TEST(Redactor, JsonEscapedFormsAreReplaced) {
     struct Case {
