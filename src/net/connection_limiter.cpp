@@ -2,6 +2,8 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
+
 namespace vaultgate::net {
 
 namespace {
@@ -60,9 +62,9 @@ bool ConnectionLimiter::try_hold_pooled() {
     return true;
 }
 
-void ConnectionLimiter::release_pooled() {
+void ConnectionLimiter::release_pooled(std::size_t count) {
     std::lock_guard lock(mutex_);
-    if (pooled_ > 0) --pooled_;
+    pooled_ -= std::min(count, pooled_);
 }
 
 std::size_t ConnectionLimiter::pooled() const {

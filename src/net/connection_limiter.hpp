@@ -32,7 +32,7 @@ public:
     // The count is conservative: an upstream parked by a client that is still
     // connected is counted both in that client's two and here.
     bool try_hold_pooled();
-    void release_pooled();
+    void release_pooled(std::size_t count = 1);
     std::size_t pooled() const;
     // Blocks until no connection is left or the deadline passes.
     template <class TimePoint>

@@ -297,8 +297,7 @@ awaitable<bool> MitmSession::serve_one() {
     if (redact && binding->service->redaction) {
         redactor.emplace(binding->service->redaction);
         exchange.redactor = &*redactor;
-    }
-    if (redact && !exchange.redactor) {
+    } else if (redact) {
         co_await reply(error_response(502, "redaction_unavailable",
                                       "the credential also occurs in its redaction placeholder, so responses "
                                       "cannot be redacted",

@@ -4,6 +4,8 @@
 #include "vaultgate/encoding.hpp"
 #include "vaultgate/store.hpp"
 
+#include <optional>
+
 namespace vaultgate::net {
 
 namespace {
@@ -16,11 +18,21 @@ std::optional<std::string> decode_base64(std::string_view in) {
 
 bool unexpired(const Session& s) { return !s.expires_at || std::chrono::system_clock::now() < *s.expires_at; }
 
-bool source_allowed(const Session& s, std::string_view client_ip) {
-    if (!s.source) return true;
+std::optional<IpAddress> parse_client_ip(std::string_view client_ip) {
     error_code ec;
     auto addr = asio::ip::make_address(std::string(client_ip), ec);
-    return !ec && s.source->contains(to_ip_address(addr));
+    if (ec) return std::nullopt;
+    return to_ip_address(addr);
+}
+
+// A session pinned to a source admits only clients inside it; an address that
+// cannot be parsed is inside none.
+bool source_allowed(const Session& s, const std::optional<IpAddress>& client) {
+    return !s.source || (client && s.source->contains(*client));
+}
+
+bool source_allowed(const Session& s, std::string_view client_ip) {
+    return !s.source || source_allowed(s, parse_client_ip(client_ip));
 }
 
 }  // namespace
@@ -58,10 +70,11 @@ SessionAuth authenticate_session(const GatewayState& state, const RequestHead& r
 }
 
 const Session* session_for_source(const GatewayState& state, std::string_view client_ip) {
+    const auto client = parse_client_ip(client_ip);  // once, for every session looked at
     for (const auto& [id, s] : state.sessions)
-        if (s.source && unexpired(s) && source_allowed(s, client_ip)) return &s;
+        if (s.source && source_allowed(s, client) && unexpired(s)) return &s;
     const Session* fallback = state.default_session_ptr();
-    return fallback && source_allowed(*fallback, client_ip) ? fallback : nullptr;
+    return fallback && source_allowed(*fallback, client) ? fallback : nullptr;
 }
 
 const Session* active_session(const GatewayState& state, std::string_view id) {

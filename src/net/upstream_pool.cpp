@@ -36,8 +36,7 @@ void UpstreamPool::configure(ConnectionLimiter* limiter, clock::duration max_idl
 
 void UpstreamPool::dropped(std::size_t count) {
     total_ -= count;
-    if (limiter_)
-        for (std::size_t i = 0; i < count; ++i) limiter_->release_pooled();
+    if (limiter_ && count > 0) limiter_->release_pooled(count);
 }
 
 void UpstreamPool::evict_expired() {
@@ -75,7 +74,7 @@ std::optional<tls_stream> UpstreamPool::take(const std::string& key) {
 }
 
 void UpstreamPool::give(const std::string& key, tls_stream stream) {
-    evict_expired();
+    // Expired connections are closed by the sweep (sweep_upstream_pool), not here.
     if (!limiter_) return;  // not configured: closed as it goes out of scope
     auto found = idle_.find(key);
     if (found != idle_.end() && found->second.size() >= max_per_key) return;
