@@ -41,6 +41,7 @@ struct ConnectPhase {
     Authority dest;
     std::optional<tcp::socket> upstream;  // tunnel: dialled and checked
     std::string leftover;                 // tunnel: bytes the client sent after the CONNECT head
+    bool session_registered = false;      // in rt->connections, to be removed at the end
 };
 
 // Handles a CONNECT up to the point where the connection becomes a tunnel or
@@ -167,10 +168,17 @@ ClientContext make_client_context(std::shared_ptr<Runtime> rt, tcp::socket& clie
     return ctx;
 }
 
-awaitable<void> handle_proxy_client(std::shared_ptr<Runtime> rt, tcp::socket client) {
-    auto start = clock::now();
-    ClientContext ctx = make_client_context(rt, client);
+namespace {
 
+// Reads the connection's first request and answers it, or hands the
+// connection on (ConnectPhase). Its frame holds what only that request
+// needs: the read buffer, the parsed head and the state snapshot, whose
+// replaced credentials must not stay in memory for as long as a tunnel or a
+// MITM'd connection lasts. So the long phase runs after it returned, in its
+// caller's much smaller frame: an idle connection does not keep this one.
+awaitable<ConnectPhase> serve_first_request(ClientContext& ctx, tcp::socket& client, clock::time_point start) {
+    ConnectPhase next;
+    auto& rt = ctx.rt;
     const auto& limits = rt->config.limits;
     const HeadLimits head_limits = request_head_limits(limits);
 
@@ -181,42 +189,46 @@ awaitable<void> handle_proxy_client(std::shared_ptr<Runtime> rt, tcp::socket cli
                                       {limits.handshake_timeout, limits.handshake_timeout}, parsed);
     if (outcome == HeadOutcome::invalid) {
         co_await refuse(ctx, client, error_response(parsed.http_status, "bad_request", parsed.reason, true));
-    } else if (outcome == HeadOutcome::timed_out && !buf.empty()) {
-        co_await refuse(ctx, client, error_response(408, "request_timeout", "the request did not arrive in time", true));
-    } else if (outcome == HeadOutcome::ok) {
-        std::shared_ptr<const GatewayState> state = rt->snapshot();
-        auto auth = authenticate_session(*state, req, ctx.client_ip);
-        if (!auth.session) {
-            auto e = access_entry(ctx, "denied", req.method, Authority{}, start);
-            e.status = 407;
-            e.reason = "session_required";
-            rt->record(e);
-            co_await refuse(ctx, client, proxy_auth_required_response());
-        } else {
-            ctx.session_id = auth.session->id;
-            rt->connections.add(ctx.session_id, ctx.watchdog);
-            if (req.method == "CONNECT") {
-                auto next = co_await handle_connect(ctx, client, buf, req, *auth.session, *state, start);
-                // A tunnel or MITM phase may last hours. What only the CONNECT
-                // needed goes first: its head, the read buffer, and the state
-                // snapshot, which would otherwise keep replaced credentials in
-                // memory for as long as the connection lasts.
-                auth = {};
-                state.reset();
-                req = RequestHead{};
-                buf.consume(buf.size());  // a tunnel's leftover bytes were copied out
-                buf.release_if_empty();
-                if (next.kind == ConnectPhase::Kind::mitm) {
-                    co_await run_mitm(ctx, std::move(client), std::move(next.dest));
-                } else if (next.kind == ConnectPhase::Kind::tunnel) {
-                    co_await run_tunnel(ctx, client, *next.upstream, next.dest, std::move(next.leftover));
-                }
-            } else {
-                co_await handle_plain_http(ctx, client, buf, std::move(req), state, start);
-            }
-            rt->connections.remove(ctx.session_id, ctx.watchdog);
-        }
+        co_return next;
     }
+    if (outcome == HeadOutcome::timed_out && !buf.empty()) {
+        co_await refuse(ctx, client, error_response(408, "request_timeout", "the request did not arrive in time", true));
+        co_return next;
+    }
+    if (outcome != HeadOutcome::ok) co_return next;
+
+    std::shared_ptr<const GatewayState> state = rt->snapshot();
+    auto auth = authenticate_session(*state, req, ctx.client_ip);
+    if (!auth.session) {
+        auto e = access_entry(ctx, "denied", req.method, Authority{}, start);
+        e.status = 407;
+        e.reason = "session_required";
+        rt->record(e);
+        co_await refuse(ctx, client, proxy_auth_required_response());
+        co_return next;
+    }
+    ctx.session_id = auth.session->id;
+    rt->connections.add(ctx.session_id, ctx.watchdog);
+    if (req.method == "CONNECT") {
+        next = co_await handle_connect(ctx, client, buf, req, *auth.session, *state, start);
+    } else {
+        co_await handle_plain_http(ctx, client, buf, std::move(req), state, start);
+    }
+    next.session_registered = true;
+    co_return next;
+}
+
+}  // namespace
+
+awaitable<void> handle_proxy_client(std::shared_ptr<Runtime> rt, tcp::socket client) {
+    ClientContext ctx = make_client_context(std::move(rt), client);
+    ConnectPhase next = co_await serve_first_request(ctx, client, clock::now());
+    if (next.kind == ConnectPhase::Kind::mitm) {
+        co_await run_mitm(ctx, std::move(client), std::move(next.dest));
+    } else if (next.kind == ConnectPhase::Kind::tunnel) {
+        co_await run_tunnel(ctx, client, *next.upstream, next.dest, std::move(next.leftover));
+    }
+    if (next.session_registered) ctx.rt->connections.remove(ctx.session_id, ctx.watchdog);
     ctx.watchdog->stop();
     error_code ignored;
     client.close(ignored);

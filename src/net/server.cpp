@@ -208,16 +208,23 @@ private:
 
     using ConnectionHandler = awaitable<void> (*)(std::shared_ptr<Runtime>, tcp::socket);
 
-    static awaitable<void> serve_connection(std::shared_ptr<Runtime> rt, tcp::socket socket, std::string client_ip,
-                                            GatewayServer* self, ConnectionHandler handler) {
-        rt->metrics.connection_opened();
-        try {
-            co_await handler(rt, std::move(socket));
-        } catch (const std::exception& e) {
-            log_error(std::string("connection: unexpected exception: ") + e.what());
-        }
-        rt->metrics.connection_closed();
-        self->limiter_.release(client_ip);
+    // What ends a connection, from its coroutine's completion: the counters and
+    // the client's admission slot. (A completion handler rather than a wrapper
+    // coroutine, whose frame an idle connection would hold for its whole life.)
+    static auto connection_finished(std::shared_ptr<Runtime> rt, GatewayServer* self, std::string client_ip) {
+        return [rt = std::move(rt), self, client_ip = std::move(client_ip)](std::exception_ptr e) {
+            if (e) {
+                try {
+                    std::rethrow_exception(e);
+                } catch (const std::exception& x) {
+                    log_error(std::string("connection: unexpected exception: ") + x.what());
+                } catch (...) {
+                    log_error("connection: unexpected exception");
+                }
+            }
+            rt->metrics.connection_closed();
+            self->limiter_.release(client_ip);
+        };
     }
 
     static awaitable<void> accept_loop(std::shared_ptr<Runtime> rt, tcp::acceptor* acceptor, GatewayServer* self,
@@ -251,11 +258,9 @@ private:
                 socket.close(ignored);
                 continue;
             }
+            rt->metrics.connection_opened();
             auto ex = socket.get_executor();
-            asio::co_spawn(ex, serve_connection(rt, std::move(socket), std::move(client_ip), self, handler),
-                           [](std::exception_ptr e) {
-                               if (e) log_error("connection coroutine ended with an exception");
-                           });
+            asio::co_spawn(ex, handler(rt, std::move(socket)), connection_finished(rt, self, std::move(client_ip)));
         }
     }
 

@@ -4,8 +4,13 @@
 
 namespace vaultgate::net {
 
-void Watchdog::start() {
-    asio::co_spawn(timer_.get_executor(), loop(shared_from_this()), asio::detached);
+void Watchdog::start() { wait_for_deadline(); }
+
+// A plain completion handler rather than a coroutine: an idle connection then
+// holds one small timer operation for its watchdog, not a coroutine's frames.
+void Watchdog::wait_for_deadline() {
+    timer_.expires_at(deadline_);
+    timer_.async_wait([self = shared_from_this()](const error_code&) { self->on_timer(); });
 }
 
 void Watchdog::arm(clock::duration timeout) {
@@ -40,16 +45,15 @@ void Watchdog::cancel_all() {
     for (const auto& w : sockets_) w.cancel(w.socket);
 }
 
-awaitable<void> Watchdog::loop(std::shared_ptr<Watchdog> self) {
-    while (!self->stopped_) {
-        self->timer_.expires_at(self->deadline_);
-        co_await self->timer_.async_wait(use_tuple);
-        if (self->stopped_) break;
-        if (clock::now() < self->deadline_) continue;  // moved, or woken to reschedule
-        self->expired_ = true;
-        self->deadline_ = self->killed_ ? clock::now() + std::chrono::milliseconds(100) : clock::time_point::max();
-        self->cancel_all();
+void Watchdog::on_timer() {
+    if (stopped_) return;  // the last reference to a finished connection's watchdog goes here
+    // Otherwise the deadline passed, moved, or was brought forward (woken to reschedule).
+    if (clock::now() >= deadline_) {
+        expired_ = true;
+        deadline_ = killed_ ? clock::now() + std::chrono::milliseconds(100) : clock::time_point::max();
+        cancel_all();
     }
+    wait_for_deadline();
 }
 
 }  // namespace vaultgate::net
