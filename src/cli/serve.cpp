@@ -101,6 +101,14 @@ int check_config(const Args& args) {
 }
 
 int serve(const Args& args) {
+    // Blocks of 4 KiB and more (OpenSSL's per-connection state and record
+    // buffers, receive buffers) get pages of their own instead of heap space
+    // between small objects. Freed, they go back to the system whole, and the
+    // small objects an idle connection keeps are not left scattered over pages
+    // that stay mostly empty after a burst of connections (docs/benchmarks.md:
+    // memory per idle connection). The price is a few mmap/munmap calls per
+    // new connection; busy connections keep their buffers and make none.
+    mallopt(M_MMAP_THRESHOLD, 4096);
     const std::string path = config_path(args);
     auto config = load_or_report(path);
     if (!config) return 2;

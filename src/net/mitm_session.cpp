@@ -1,8 +1,9 @@
 // The MITM request path: TLS to the client with a leaf for the CONNECT host,
 // then, for each request on the connection: strict parsing, the Host check,
 // injection, a verified TLS connection to the bound origin, and streaming of
-// both bodies. Upstream connections belong to this client connection alone, so
-// they are never shared between sessions.
+// both bodies. Between requests the upstream connection goes back to the
+// thread's pool, keyed by session and origin, so it is never shared between
+// sessions.
 #include "connection.hpp"
 #include "tls_socket.hpp"
 #include "dialer.hpp"
@@ -88,6 +89,7 @@ public:
           client_buf_(16384),
           upstream_buf_(upstream_read_size) {
         head_limits_ = request_head_limits(limits_);
+        pool_key_ = UpstreamPool::key(ctx_.session_id, dest_.host, dest_.port);
     }
 
     awaitable<void> run();
@@ -116,6 +118,7 @@ private:
     ReadBuffer client_buf_;
     ReadBuffer upstream_buf_;
     HeadLimits head_limits_;
+    std::string pool_key_;  // this session's upstream connections to dest_
     clock::time_point request_start_;
     std::uint64_t bytes_up_ = 0;
     std::uint64_t bytes_down_ = 0;
@@ -167,7 +170,7 @@ awaitable<bool> MitmSession::handshake() {
 awaitable<bool> MitmSession::ensure_upstream(const Session& session, bool& reused, ExchangeResult& result) {
     reused = upstream_.has_value();
     if (upstream_) co_return true;
-    if (auto pooled = this_thread_upstream_pool().take(UpstreamPool::key(session.id, dest_.host, dest_.port))) {
+    if (auto pooled = this_thread_upstream_pool().take(pool_key_)) {
         upstream_.emplace(std::move(*pooled));
         ctx_.watchdog->watch(upstream_->next_layer());
         reused = true;
@@ -363,24 +366,21 @@ ExchangeIo<tls_stream, tls_stream> MitmSession::exchange_io(const Session& sessi
         [this] { drop_upstream(); }, "the bound origin"};
 }
 
-// A healthy upstream connection goes to the thread's pool, for the next
-// request of the same session to the same origin (this connection's included).
+// A healthy upstream connection goes to the thread's pool after each
+// exchange, for the next request of the same session to the same origin: this
+// client's next one most often, another client's when this one idles.
 void MitmSession::park_upstream() {
     if (!upstream_ || !upstream_reusable_ || !upstream_buf_.empty() || rt_.draining.load(std::memory_order_relaxed))
         return;
     ctx_.watchdog->unwatch(upstream_->next_layer());
-    this_thread_upstream_pool().give(UpstreamPool::key(ctx_.session_id, dest_.host, dest_.port), std::move(*upstream_));
+    this_thread_upstream_pool().give(pool_key_, std::move(*upstream_));
     upstream_.reset();
     upstream_buf_ = ReadBuffer(upstream_read_size);
 }
 
-// What an idle connection can give back: OpenSSL's record buffers, both
-// receive buffers, and the upstream connection, which goes to the pool, so an
-// idle client connection does not pin one: many idle sandboxes share a few
-// upstream connections.
+// What an idle connection can give back: OpenSSL's record buffers and both
+// receive buffers (its upstream connection went back to the pool already).
 void MitmSession::shed_idle_memory() {
-    park_upstream();
-    drop_upstream();  // one the pool would not take is not kept either
     client_.release_buffers();
     client_buf_.release_if_empty();
     upstream_buf_.release_if_empty();
@@ -388,9 +388,8 @@ void MitmSession::shed_idle_memory() {
 
 // Waits, between requests, for the client's next bytes (outside serve_one's
 // large frame). A client that comes back within a short linger finds its
-// buffers and upstream connection as it left them, so a busy keep-alive
-// connection allocates nothing per request; after the linger the connection
-// sheds what it can. False when the connection should end (idle timeout,
+// buffers as it left them, so a busy keep-alive connection allocates nothing
+// per request; after the linger the connection sheds what it can. False when the connection should end (idle timeout,
 // session closed, drain).
 awaitable<bool> MitmSession::wait_while_idle() {
     constexpr clock::duration linger = std::chrono::milliseconds(500);
@@ -414,6 +413,10 @@ awaitable<void> MitmSession::run() {
     if (co_await handshake()) {
         // A drain ends keep-alive connections after the request in flight.
         while (co_await serve_one() && !rt_.draining.load(std::memory_order_relaxed)) {
+            // Back to the pool at once, so that a burst of clients shares a few
+            // upstream connections instead of each holding its own.
+            park_upstream();
+            drop_upstream();  // one the pool would not take is not kept either
             // Between requests the connection waits here, outside serve_one's
             // large frame: an idle keep-alive connection costs little memory.
             if (client_buf_.empty() && !SSL_has_pending(client_.native_handle()) && !co_await wait_while_idle()) break;

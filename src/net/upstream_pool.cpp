@@ -42,9 +42,20 @@ void UpstreamPool::dropped(std::size_t count) {
 void UpstreamPool::evict_expired() {
     auto now = clock::now();
     for (auto it = idle_.begin(); it != idle_.end();) {
-        auto& list = it->second;
+        auto& list = it->second;  // oldest first
         auto before = list.size();
         std::erase_if(list, [&](Idle& i) { return now - i.since > max_idle_; });
+        // Beyond max_per_key, the oldest of those that are no longer just
+        // handed back go; the newest stay (clients about to take them back).
+        std::size_t excess = 0;
+        while (list.size() - excess > max_per_key && now - list[excess].since > buffer_linger) ++excess;
+        list.erase(list.begin(), list.begin() + static_cast<std::ptrdiff_t>(excess));
+        for (auto& i : list) {
+            if (!i.buffers_released && now - i.since > buffer_linger) {
+                i.stream.release_buffers();
+                i.buffers_released = true;
+            }
+        }
         dropped(before - list.size());
         it = list.empty() ? idle_.erase(it) : std::next(it);
     }
@@ -59,28 +70,28 @@ void UpstreamPool::clear() {
 std::optional<tls_stream> UpstreamPool::take(const std::string& key) {
     auto it = idle_.find(key);
     if (it == idle_.end()) return std::nullopt;
+    // Newest first: the connection this client just handed back, most often.
+    // An emptied list stays for the next give (the sweep removes it).
     auto now = clock::now();
-    while (!it->second.empty()) {
-        Idle idle = std::move(it->second.back());
-        it->second.pop_back();
+    auto& list = it->second;
+    while (!list.empty()) {
+        Idle idle = std::move(list.back());
+        list.pop_back();
         dropped(1);
-        if (now - idle.since <= max_idle_ && usable(idle.stream)) {
-            if (it->second.empty()) idle_.erase(it);
-            return std::move(idle.stream);
-        }
+        if (now - idle.since <= max_idle_ && usable(idle.stream)) return std::move(idle.stream);
     }
-    idle_.erase(it);
     return std::nullopt;
 }
 
 void UpstreamPool::give(const std::string& key, tls_stream stream) {
-    // Expired connections are closed by the sweep (sweep_upstream_pool), not here.
+    // Expired connections, and those past max_per_key, are closed by the
+    // sweep (sweep_upstream_pool), not here: every client between two
+    // requests hands its connection back, and must find it again.
     if (!limiter_) return;  // not configured: closed as it goes out of scope
-    auto found = idle_.find(key);
-    if (found != idle_.end() && found->second.size() >= max_per_key) return;
     if (total_ >= max_total || !limiter_->try_hold_pooled()) return;
-    stream.release_buffers();
-    idle_[key].push_back(Idle{std::move(stream), clock::now()});
+    auto it = idle_.find(key);
+    if (it == idle_.end()) it = idle_.emplace(key, std::vector<Idle>{}).first;
+    it->second.push_back(Idle{std::move(stream), clock::now()});
     ++total_;
 }
 
@@ -92,10 +103,11 @@ UpstreamPool& this_thread_upstream_pool() {
 awaitable<void> sweep_upstream_pool(ConnectionLimiter* limiter, clock::duration max_idle) {
     UpstreamPool& pool = this_thread_upstream_pool();
     pool.configure(limiter, max_idle);
-    // A connection is closed at most a tenth of its timeout (at least 100 ms,
-    // at most 5 s) after it expired.
-    const clock::duration period =
-        std::clamp<clock::duration>(max_idle / 10, std::chrono::milliseconds(100), std::chrono::seconds(5));
+    // A connection is closed at most a tenth of its timeout (at least 100 ms)
+    // after it expired, and its buffers are freed at most one buffer_linger
+    // after it waited that long.
+    const clock::duration period = std::clamp<clock::duration>(max_idle / 10, std::chrono::milliseconds(100),
+                                                               UpstreamPool::buffer_linger);
     asio::steady_timer timer(co_await asio::this_coro::executor);
     for (;;) {
         timer.expires_after(period);

@@ -5,8 +5,16 @@
 // a connection is never shared between sessions. One pool per I/O thread, so a
 // connection is only used on the thread whose reactor it is registered with.
 //
+// A client connection hands its upstream connection back after every exchange
+// and takes one (most often the same) for its next request. So a burst of
+// clients shares a few upstream connections instead of each dialing and
+// holding its own, which is what an idle client costs most in memory.
+//
 // A connection waits at most the idle timeout: each I/O thread sweeps its pool
 // (sweep_upstream_pool), so connections do not outlive it on a quiet thread.
+// The sweep also frees the record buffers of connections that waited longer
+// than a moment; a connection taken back at once keeps them, so a busy
+// keep-alive client allocates nothing per request.
 // Each pooled descriptor is held in the connection limiter's budget.
 #include "connection_limiter.hpp"
 #include "read_buffer.hpp"
@@ -37,7 +45,8 @@ public:
     // Keeps the connection for later, or closes it when the pool or the
     // descriptor budget is full.
     void give(const std::string& key, tls_stream stream);
-    // Closes the connections that waited longer than the idle timeout.
+    // Closes the connections that waited longer than the idle timeout, and
+    // frees the record buffers of those that waited longer than buffer_linger.
     void evict_expired();
     // Closes them all (the descriptor budget needs them for clients).
     void clear();
@@ -45,11 +54,13 @@ public:
 
     static constexpr std::size_t max_per_key = 16;
     static constexpr std::size_t max_total = 512;
+    static constexpr clock::duration buffer_linger = std::chrono::milliseconds(250);
 
 private:
     struct Idle {
         tls_stream stream;
         clock::time_point since;
+        bool buffers_released = false;
     };
     static bool usable(tls_stream& stream);
     // Forgets `count` connections that were just closed or handed out.

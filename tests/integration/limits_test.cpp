@@ -187,17 +187,25 @@ TEST_F(LimitsTest, PerClientCapRefusesTheExtraConnectionOnly) {
 TEST_F(LimitsTest, PooledUpstreamConnectionsCountAgainstTheDescriptorBudget) {
     start("  handshake_timeout: 30s\n", 72);
     const std::string get = "GET /echo HTTP/1.1\r\nHost: " + bound_authority() + "\r\n";
+    // Three exchanges in flight at once need three upstream connections (the
+    // origin holds /sse open until released).
     std::vector<std::unique_ptr<RawClient>> clients;
     for (int i = 0; i < 3; ++i) {
         clients.push_back(open_bound());
-        clients.back()->write(get + "\r\n");
-        auto r = clients.back()->read_response();
+        clients.back()->write("GET /sse HTTP/1.1\r\nHost: " + bound_authority() + "\r\n\r\n");
+    }
+    ASSERT_TRUE(eventually([&] { return bound_.requests().size() == 3; }));
+    EXPECT_EQ(bound_.connections(), 3u);
+    bound_.release_sse();
+    // Each exchange ends; its upstream connection is handed to the pool. Two
+    // are kept, the third does not fit and is closed.
+    for (auto& c : clients) {
+        auto r = c->read_response();
         ASSERT_TRUE(r);
         EXPECT_EQ(r->status, 200);
     }
-    ASSERT_EQ(bound_.connections(), 3u);
-    // Each client ends; its upstream connection is offered to the pool. Two
-    // are kept, the third does not fit and is closed.
+    EXPECT_TRUE(eventually([&] { return bound_.connections_ended() == 1; }));
+    // The clients end, each after one more request over a pooled connection.
     for (auto& c : clients) {
         c->write(get + "Connection: close\r\n\r\n");
         auto r = c->read_response();
@@ -206,6 +214,7 @@ TEST_F(LimitsTest, PooledUpstreamConnectionsCountAgainstTheDescriptorBudget) {
         EXPECT_TRUE(c->closed_by_peer());
     }
     clients.clear();
+    EXPECT_EQ(bound_.connections(), 3u);
     EXPECT_TRUE(eventually([&] { return bound_.connections_ended() == 1; }));
 
     // With two descriptors pooled, three clients fit and a fourth does not.

@@ -362,6 +362,31 @@ TEST_F(MitmTest, NextConnectionOfTheSameSessionReusesTheUpstreamConnection) {
     EXPECT_EQ(bound_.connections(), 1u);
 }
 
+// A client between two requests does not hold an upstream connection: the
+// next client of the session takes the same one, and the first client's next
+// request still finds one. A burst of clients shares a few connections.
+// (One I/O thread: each thread has its own pool.)
+TEST_F(MitmTest, ClientsOfASessionShareUpstreamConnectionsBetweenRequests) {
+    proxy_ = std::make_unique<ProxyUnderTest>(base_config(dir_, pki_, bound_.port(), other_.port()), 1);
+    auto first = open_bound();
+    first->write(get("/echo"));
+    auto r = first->read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    auto second = open_bound();  // while the first stays connected, idle
+    second->write(get("/echo"));
+    r = second->read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    first->write(get("/echo"));
+    r = first->read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(bound_.connections(), 1u);
+    ASSERT_EQ(bound_.requests().size(), 3u);
+    for (const auto& req : bound_.requests()) EXPECT_EQ(req.header_values("x-api-key"), std::vector<std::string>{test_secret});
+}
+
 TEST_F(MitmTest, APooledUpstreamConnectionIsClosedWhenItsIdleTimeoutRunsOut) {
     auto yaml = base_config(dir_, pki_, bound_.port(), other_.port());
     const std::string limits = "  idle_timeout: 10s\n";
