@@ -29,15 +29,25 @@ struct BodyWriter {
     bool chunked;
     std::string frame;
     std::string head;  // not sent yet
+    static constexpr std::size_t coalesce_limit = 3072;
 
     awaitable<error_code> operator()(std::string_view payload) {
         if (payload.empty()) co_return error_code{};
         if (!chunked && head.empty()) co_return co_await write_all(*stream, payload, *watchdog, timeout);
         frame.clear();
         frame.swap(head);
-        if (chunked) append_chunk(frame, payload);
-        else frame.append(payload);
-        co_return co_await write_all(*stream, frame, *watchdog, timeout);
+        if (chunked) {
+            append_chunk(frame, payload);
+            co_return co_await write_all(*stream, frame, *watchdog, timeout);
+        }
+        // The head takes along only what keeps the frame below a page, so the
+        // frame stays a small heap block (larger ones are mmapped, see serve);
+        // the rest of a large first piece follows in a write of its own.
+        std::size_t along = frame.size() < coalesce_limit ? std::min(payload.size(), coalesce_limit - frame.size()) : 0;
+        frame.append(payload.substr(0, along));
+        if (auto ec = co_await write_all(*stream, frame, *watchdog, timeout)) co_return ec;
+        if (along == payload.size()) co_return error_code{};
+        co_return co_await write_all(*stream, payload.substr(along), *watchdog, timeout);
     }
 
     // Sends the head now, if it is still due.

@@ -131,7 +131,9 @@ void MitmSession::drop_upstream() {
     error_code ignored;
     upstream_->next_layer().close(ignored);
     upstream_.reset();
-    upstream_buf_ = ReadBuffer(upstream_read_size);
+    // What that connection sent beyond its last response goes with it; the
+    // buffer itself stays for the next connection (shed when idle).
+    upstream_buf_.consume(upstream_buf_.size());
 }
 
 awaitable<void> MitmSession::reply(std::string response) {
@@ -375,7 +377,6 @@ void MitmSession::park_upstream() {
     ctx_.watchdog->unwatch(upstream_->next_layer());
     this_thread_upstream_pool().give(pool_key_, std::move(*upstream_));
     upstream_.reset();
-    upstream_buf_ = ReadBuffer(upstream_read_size);
 }
 
 // What an idle connection can give back: OpenSSL's record buffers and both
