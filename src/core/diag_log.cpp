@@ -56,4 +56,17 @@ void log_line(LogLevel level, std::string_view message) {
     std::fflush(stderr);
 }
 
+void log_exception(std::string_view context, std::exception_ptr e) {
+    if (!e) return;
+    std::string line(context);
+    try {
+        std::rethrow_exception(e);
+    } catch (const std::exception& ex) {
+        line.append(": ").append(ex.what());
+    } catch (...) {
+        line.append(": an exception of unknown type");
+    }
+    log_error(line);
+}
+
 }  // namespace vaultgate

@@ -110,6 +110,7 @@ bool token_matches(const RequestHead& req, const std::string& token) {
 template <class Socket>
 awaitable<void> serve_admin_connection(Socket socket, AdminListener::Handler handler, std::optional<std::string> token) {
     auto watchdog = std::make_shared<Watchdog>(socket.get_executor());
+    WatchdogStop stop_watchdog(watchdog);
     watchdog->start();
     watchdog->watch(socket);
     ReadBuffer buf(8192);
@@ -169,19 +170,11 @@ awaitable<void> serve_admin_connection(Socket socket, AdminListener::Handler han
         if (co_await write_all(socket, render(reply, close), *watchdog, std::chrono::seconds(10))) break;
         if (close) break;
     }
-    watchdog->stop();
     error_code ignored;
     socket.close(ignored);
 }
 
-void log_exception(std::exception_ptr e) {
-    if (!e) return;
-    try {
-        std::rethrow_exception(e);
-    } catch (const std::exception& ex) {
-        log_error(std::string("admin: connection failed: ") + ex.what());
-    }
-}
+void log_admin_failure(std::exception_ptr e) { log_exception("admin: connection failed", e); }
 
 template <class Acceptor>
 awaitable<void> admin_accept_loop(Acceptor* acceptor, AdminListener::Handler handler, std::optional<std::string> token) {
@@ -196,7 +189,7 @@ awaitable<void> admin_accept_loop(Acceptor* acceptor, AdminListener::Handler han
             continue;
         }
         auto ex = socket.get_executor();
-        asio::co_spawn(ex, serve_admin_connection(std::move(socket), handler, token), log_exception);
+        asio::co_spawn(ex, serve_admin_connection(std::move(socket), handler, token), log_admin_failure);
     }
 }
 
@@ -231,7 +224,7 @@ void AdminListener::start() {
         if (ec) throw std::runtime_error("listen.admin: cannot listen on " + address_.to_string() + ": " + ec.message());
         ::chmod(address_.unix_path.c_str(), 0600);
         asio::co_spawn(ioc_, admin_accept_loop(unix_acceptor_.get(), handler_, std::optional<std::string>{}),
-                       log_exception);
+                       log_admin_failure);
         return;
     }
     if (!token_) throw std::runtime_error("admin.token_file is required when listen.admin is a TCP address");
@@ -245,7 +238,7 @@ void AdminListener::start() {
     if (!ec) tcp_acceptor_->bind(ep, ec);
     if (!ec) tcp_acceptor_->listen(asio::socket_base::max_listen_connections, ec);
     if (ec) throw std::runtime_error("listen.admin: cannot listen on " + address_.to_string() + ": " + ec.message());
-    asio::co_spawn(ioc_, admin_accept_loop(tcp_acceptor_.get(), handler_, token_), log_exception);
+    asio::co_spawn(ioc_, admin_accept_loop(tcp_acceptor_.get(), handler_, token_), log_admin_failure);
 }
 
 void AdminListener::close() {

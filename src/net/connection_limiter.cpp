@@ -49,23 +49,27 @@ void ConnectionLimiter::release(const std::string& client_ip) {
     if (total_ > 0 && --total_ == 0) idle_cv_.notify_all();
 }
 
-std::size_t ConnectionLimiter::active() const { return total_.load(); }
+std::size_t ConnectionLimiter::active() const {
+    std::lock_guard lock(mutex_);
+    return total_;
+}
 
 bool ConnectionLimiter::try_hold_pooled() {
-    std::size_t pooled = pooled_.load();
-    do {
-        if (pooled + 1 > descriptor_capacity_ / 4) return false;
-        if (total_.load() * descriptors_per_connection + pooled + 1 > descriptor_capacity_) return false;
-    } while (!pooled_.compare_exchange_weak(pooled, pooled + 1));
+    std::lock_guard lock(mutex_);
+    if (pooled_ + 1 > descriptor_capacity_ / 4) return false;
+    if (total_ * descriptors_per_connection + pooled_ + 1 > descriptor_capacity_) return false;
+    ++pooled_;
     return true;
 }
 
 void ConnectionLimiter::release_pooled(std::size_t count) {
-    std::size_t pooled = pooled_.load();
-    while (!pooled_.compare_exchange_weak(pooled, pooled - std::min(count, pooled))) {
-    }
+    std::lock_guard lock(mutex_);
+    pooled_ -= std::min(count, pooled_);
 }
 
-std::size_t ConnectionLimiter::pooled() const { return pooled_.load(); }
+std::size_t ConnectionLimiter::pooled() const {
+    std::lock_guard lock(mutex_);
+    return pooled_;
+}
 
 }  // namespace vaultgate::net

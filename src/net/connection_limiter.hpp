@@ -3,7 +3,6 @@
 // (so one sandbox cannot take every slot), and a descriptor guard that refuses
 // new connections before the process runs out of file descriptors. Pooled
 // upstream connections hold descriptors too, so the guard counts them.
-#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <map>
@@ -31,8 +30,7 @@ public:
     // come first, and a pooled connection is only a saving (the server empties
     // the pools when a client is refused for descriptors while some are held).
     // The count is conservative: an upstream parked by a client that is still
-    // connected is counted both in that client's two and here. Lock-free:
-    // every exchange parks its upstream connection.
+    // connected is counted both in that client's two and here.
     bool try_hold_pooled();
     void release_pooled(std::size_t count = 1);
     std::size_t pooled() const;
@@ -40,7 +38,7 @@ public:
     template <class TimePoint>
     bool wait_idle_until(TimePoint deadline) {
         std::unique_lock lock(mutex_);
-        return idle_cv_.wait_until(lock, deadline, [this] { return total_.load() == 0; });
+        return idle_cv_.wait_until(lock, deadline, [this] { return total_ == 0; });
     }
 
 private:
@@ -49,10 +47,8 @@ private:
     std::size_t descriptor_capacity_;
     mutable std::mutex mutex_;
     std::condition_variable idle_cv_;
-    // Changed under mutex_ (total_) or atomically (pooled_); both are read
-    // without the lock by try_hold_pooled.
-    std::atomic<std::size_t> total_{0};
-    std::atomic<std::size_t> pooled_{0};
+    std::size_t total_ = 0;
+    std::size_t pooled_ = 0;
     std::map<std::string, std::size_t> per_client_;
 };
 

@@ -222,6 +222,7 @@ awaitable<ConnectPhase> serve_first_request(ClientContext& ctx, tcp::socket& cli
 
 awaitable<void> handle_proxy_client(std::shared_ptr<Runtime> rt, tcp::socket client) {
     ClientContext ctx = make_client_context(std::move(rt), client);
+    WatchdogStop stop_watchdog(ctx.watchdog);
     ConnectPhase next = co_await serve_first_request(ctx, client, clock::now());
     if (next.kind == ConnectPhase::Kind::mitm) {
         co_await run_mitm(ctx, std::move(client), std::move(next.dest));
@@ -229,7 +230,6 @@ awaitable<void> handle_proxy_client(std::shared_ptr<Runtime> rt, tcp::socket cli
         co_await run_tunnel(ctx, client, *next.upstream, next.dest, std::move(next.leftover));
     }
     if (next.session_registered) ctx.rt->connections.remove(ctx.session_id, ctx.watchdog);
-    ctx.watchdog->stop();
     error_code ignored;
     client.close(ignored);
 }

@@ -147,6 +147,7 @@ awaitable<void> serve_transparent_http(ClientContext& ctx, tcp::socket& client, 
 awaitable<void> handle_transparent_client(std::shared_ptr<Runtime> rt, tcp::socket client) {
     auto start = clock::now();
     ClientContext ctx = make_client_context(rt, client);
+    WatchdogStop stop_watchdog(ctx.watchdog);
 
     auto state = rt->snapshot();
     const Session* session = session_for_source(*state, ctx.client_ip);
@@ -207,7 +208,6 @@ awaitable<void> handle_transparent_client(std::shared_ptr<Runtime> rt, tcp::sock
         }
         rt->connections.remove(ctx.session_id, ctx.watchdog);
     }
-    ctx.watchdog->stop();
     error_code ignored;
     client.close(ignored);
 }

@@ -62,4 +62,18 @@ private:
     std::vector<Watched> sockets_;
 };
 
+// Stops a connection's watchdog when the connection's coroutine frame goes,
+// however it goes: an exception included. A watchdog left running would, at
+// its next deadline or a kill(), cancel sockets that no longer exist.
+class WatchdogStop {
+public:
+    explicit WatchdogStop(std::shared_ptr<Watchdog> watchdog) : watchdog_(std::move(watchdog)) {}
+    WatchdogStop(const WatchdogStop&) = delete;
+    WatchdogStop& operator=(const WatchdogStop&) = delete;
+    ~WatchdogStop() { watchdog_->stop(); }
+
+private:
+    std::shared_ptr<Watchdog> watchdog_;
+};
+
 }  // namespace vaultgate::net
