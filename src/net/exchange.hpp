@@ -20,52 +20,48 @@ namespace vaultgate::net {
 
 // Sends payload pieces to a stream, re-framed as chunks when `chunked`.
 // A head set in `head` goes out with the first piece, in the same write: one
-// TLS record and one system call instead of two for a small response.
+// TLS record and one system call instead of two for a small response. Pieces
+// are framed in `frame`, the connection's write buffer, which keeps its size
+// from one request to the next (the connection frees it when it idles).
 template <class Stream>
 struct BodyWriter {
     Stream* stream;
     Watchdog* watchdog;
     clock::duration timeout;
     bool chunked;
-    std::string frame;
+    std::string* frame;
     std::string head;  // not sent yet
-    static constexpr std::size_t coalesce_limit = 3072;
 
     awaitable<error_code> operator()(std::string_view payload) {
         if (payload.empty()) co_return error_code{};
         if (!chunked && head.empty()) co_return co_await write_all(*stream, payload, *watchdog, timeout);
-        frame.clear();
-        frame.swap(head);
-        if (chunked) {
-            append_chunk(frame, payload);
-            co_return co_await write_all(*stream, frame, *watchdog, timeout);
-        }
-        // The head takes along only what keeps the frame below a page, so the
-        // frame stays a small heap block (larger ones are mmapped, see serve);
-        // the rest of a large first piece follows in a write of its own.
-        std::size_t along = frame.size() < coalesce_limit ? std::min(payload.size(), coalesce_limit - frame.size()) : 0;
-        frame.append(payload.substr(0, along));
-        if (auto ec = co_await write_all(*stream, frame, *watchdog, timeout)) co_return ec;
-        if (along == payload.size()) co_return error_code{};
-        co_return co_await write_all(*stream, payload.substr(along), *watchdog, timeout);
+        take_head();
+        if (chunked) append_chunk(*frame, payload);
+        else frame->append(payload);
+        co_return co_await write_all(*stream, *frame, *watchdog, timeout);
     }
 
     // Sends the head now, if it is still due.
     awaitable<error_code> send_head() {
-        frame.clear();
-        frame.swap(head);
-        if (frame.empty()) co_return error_code{};
-        co_return co_await write_all(*stream, frame, *watchdog, timeout);
+        if (head.empty()) co_return error_code{};
+        take_head();
+        co_return co_await write_all(*stream, *frame, *watchdog, timeout);
     }
 
     // Sends what is still due at the end of the body: the head, if no body
     // piece carried it, and the last chunk of a chunked body.
     awaitable<error_code> finish() {
-        frame.clear();
-        frame.swap(head);
-        if (chunked) frame.append(last_chunk);
-        if (frame.empty()) co_return error_code{};
-        co_return co_await write_all(*stream, frame, *watchdog, timeout);
+        take_head();
+        if (chunked) frame->append(last_chunk);
+        if (frame->empty()) co_return error_code{};
+        co_return co_await write_all(*stream, *frame, *watchdog, timeout);
+    }
+
+private:
+    // The frame starts with the head, if it is still due.
+    void take_head() {
+        frame->assign(head);
+        head.clear();
     }
 };
 
@@ -129,6 +125,7 @@ struct ExchangeIo {
     std::function<awaitable<bool>(bool& reused, ExchangeResult& result)> connect;
     std::function<void()> drop_upstream;
     std::string_view origin_name;    // "the bound origin" / "the destination", for error pages
+    std::string& write_buffer;       // the client connection's, for BodyWriter
 };
 
 template <class Client, class Upstream>
@@ -185,7 +182,7 @@ awaitable<bool> send_request(ExchangeIo<Client, Upstream>& io, std::string& wire
         co_await write_all(io.client, std::string_view("HTTP/1.1 100 Continue\r\n\r\n"), io.watchdog,
                            io.limits.idle_timeout);
     bool chunked = req.framing.kind == BodyKind::chunked;
-    BodyWriter<Upstream> writer{&*io.upstream, &io.watchdog, io.limits.idle_timeout, chunked, {}, {}};
+    BodyWriter<Upstream> writer{&*io.upstream, &io.watchdog, io.limits.idle_timeout, chunked, &io.write_buffer, {}};
     // (An if, not a conditional expression: GCC 12 miscompiles co_await inside ?:.)
     BodyResult body;
     if (chunked)
@@ -351,7 +348,8 @@ awaitable<void> relay_response(ExchangeIo<Client, Upstream>& io, const ExchangeR
     if (close_after) out.headers.push_back({"Connection", "close"});
     result.status = resp.status;
 
-    BodyWriter<Client> to_client{&io.client, &io.watchdog, io.limits.idle_timeout, rechunk, {}, serialize_response_head(out)};
+    BodyWriter<Client> to_client{&io.client, &io.watchdog, io.limits.idle_timeout, rechunk, &io.write_buffer,
+                                 serialize_response_head(out)};
     // The head waits for the body only when body bytes are already here (or
     // there is no body): a stream (SSE) whose first event comes later must not
     // keep its head from the client meanwhile. Nor may redaction, which holds

@@ -91,6 +91,9 @@ public:
         head_limits_ = request_head_limits(limits_);
         pool_key_ = UpstreamPool::key(ctx_.session_id, dest_.host, dest_.port);
     }
+    ~MitmSession() { stop_lending(); }  // also when the frame goes without run() ending
+    MitmSession(const MitmSession&) = delete;
+    MitmSession& operator=(const MitmSession&) = delete;
 
     awaitable<void> run();
 
@@ -100,7 +103,10 @@ private:
     awaitable<bool> serve_one();
     awaitable<bool> ensure_upstream(const Session& session, bool& reused, ExchangeResult& result);
     void drop_upstream();
-    void park_upstream();
+    // Hands the upstream connection to the pool, or closes it when it cannot
+    // serve another request; `client_stays` lends it (UpstreamPool::give).
+    void release_upstream(bool client_stays);
+    void stop_lending();
     void shed_idle_memory();
     awaitable<bool> wait_while_idle();
     awaitable<void> reply(std::string response);
@@ -115,8 +121,10 @@ private:
     tls_stream client_;
     std::optional<tls_stream> upstream_;
     bool upstream_reusable_ = false;   // the last exchange left it ready for another request
+    bool lending_ = false;             // counted as a lender by the thread's pool
     ReadBuffer client_buf_;
     ReadBuffer upstream_buf_;
+    std::string write_buffer_;  // body pieces framed for the client or the origin (BodyWriter)
     HeadLimits head_limits_;
     std::string pool_key_;  // this session's upstream connections to dest_
     clock::time_point request_start_;
@@ -172,7 +180,9 @@ awaitable<bool> MitmSession::handshake() {
 awaitable<bool> MitmSession::ensure_upstream(const Session& session, bool& reused, ExchangeResult& result) {
     reused = upstream_.has_value();
     if (upstream_) co_return true;
-    if (auto pooled = this_thread_upstream_pool().take(pool_key_)) {
+    auto pooled = this_thread_upstream_pool().take(pool_key_);
+    stop_lending();  // it holds or dials a connection of its own from here
+    if (pooled) {
         upstream_.emplace(std::move(*pooled));
         ctx_.watchdog->watch(upstream_->next_layer());
         reused = true;
@@ -365,24 +375,37 @@ ExchangeIo<tls_stream, tls_stream> MitmSession::exchange_io(const Session& sessi
     return ExchangeIo<tls_stream, tls_stream>{
         client_, client_buf_, upstream_, upstream_buf_, *ctx_.watchdog, limits_,
         [this, &session](bool& reused, ExchangeResult& r) { return ensure_upstream(session, reused, r); },
-        [this] { drop_upstream(); }, "the bound origin"};
+        [this] { drop_upstream(); }, "the bound origin", write_buffer_};
 }
 
-// A healthy upstream connection goes to the thread's pool after each
-// exchange, for the next request of the same session to the same origin: this
-// client's next one most often, another client's when this one idles.
-void MitmSession::park_upstream() {
-    if (!upstream_ || !upstream_reusable_ || !upstream_buf_.empty() || rt_.draining.load(std::memory_order_relaxed))
+// A healthy upstream connection goes to the thread's pool when the client
+// waits for its next request, for the next request of the same session to
+// the same origin: this client's most often, another client's when this one
+// idles. One that cannot serve another request is closed.
+void MitmSession::release_upstream(bool client_stays) {
+    if (!upstream_) return;
+    if (!upstream_reusable_ || !upstream_buf_.empty() || rt_.draining.load(std::memory_order_relaxed)) {
+        drop_upstream();
         return;
+    }
     ctx_.watchdog->unwatch(upstream_->next_layer());
-    this_thread_upstream_pool().give(pool_key_, std::move(*upstream_));
+    this_thread_upstream_pool().give(pool_key_, std::move(*upstream_), client_stays);
     upstream_.reset();
+    lending_ = client_stays;
 }
 
-// What an idle connection can give back: OpenSSL's record buffers and both
-// receive buffers (its upstream connection went back to the pool already).
+void MitmSession::stop_lending() {
+    if (!lending_) return;
+    lending_ = false;
+    this_thread_upstream_pool().end_lending();
+}
+
+// What an idle connection can give back: OpenSSL's record buffers, both
+// receive buffers and the write buffer (its upstream connection went back to
+// the pool already).
 void MitmSession::shed_idle_memory() {
     client_.release_buffers();
+    std::string().swap(write_buffer_);
     client_buf_.release_if_empty();
     upstream_buf_.release_if_empty();
 }
@@ -390,10 +413,10 @@ void MitmSession::shed_idle_memory() {
 // Waits, between requests, for the client's next bytes (outside serve_one's
 // large frame). A client that comes back within a short linger finds its
 // buffers as it left them, so a busy keep-alive connection allocates nothing
-// per request; after the linger the connection sheds what it can. False when the connection should end (idle timeout,
-// session closed, drain).
+// per request; after the linger the connection sheds what it can. False when
+// the connection should end (idle timeout, session closed, drain).
 awaitable<bool> MitmSession::wait_while_idle() {
-    constexpr clock::duration linger = std::chrono::milliseconds(500);
+    constexpr clock::duration linger = UpstreamPool::linger;
     ctx_.watchdog->set_idle(true);
     clock::duration left = limits_.idle_timeout;
     if (left > linger) {
@@ -414,21 +437,23 @@ awaitable<void> MitmSession::run() {
     if (co_await handshake()) {
         // A drain ends keep-alive connections after the request in flight.
         while (co_await serve_one() && !rt_.draining.load(std::memory_order_relaxed)) {
-            // Back to the pool at once, so that a burst of clients shares a few
-            // upstream connections instead of each holding its own.
-            park_upstream();
-            drop_upstream();  // one the pool would not take is not kept either
-            // Between requests the connection waits here, outside serve_one's
-            // large frame: an idle keep-alive connection costs little memory.
-            if (client_buf_.empty() && !SSL_has_pending(client_.native_handle()) && !co_await wait_while_idle()) break;
+            // A pipelined request goes on at once, on the same upstream
+            // connection. Otherwise the connection waits here, outside
+            // serve_one's large frame, and its upstream connection waits in
+            // the pool: a burst of clients shares a few instead of each
+            // holding its own.
+            if (client_buf_.empty() && !SSL_has_pending(client_.native_handle())) {
+                release_upstream(true);
+                if (!co_await wait_while_idle()) break;
+            }
         }
         // No close_notify exchange: every response the proxy sends is framed, so
         // the client cannot mistake the close for the end of a body, and waiting
         // for the peer's close_notify would hold the connection open for nothing.
     }
-    park_upstream();
-    drop_upstream();
-    ctx_.watchdog->stop();
+    stop_lending();
+    release_upstream(false);
+    ctx_.watchdog->stop();  // it watches client_, which goes with this session
     error_code ignored;
     client_.next_layer().close(ignored);
 }

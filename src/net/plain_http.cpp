@@ -156,10 +156,11 @@ awaitable<void> handle_plain_http(ClientContext& ctx, tcp::socket& client, ReadB
     std::optional<tcp::socket> upstream;
     ReadBuffer upstream_buf(16384);
     PlainUpstream connector{ctx, client, session->policy, dest, upstream, required};
+    std::string write_buffer;  // one exchange per connection here
     ExchangeIo<tcp::socket, tcp::socket> io{
         client, buf, upstream, upstream_buf, *ctx.watchdog, ctx.rt->config.limits,
         [&connector](bool& reused, ExchangeResult& r) { return connector.connect(reused, r); }, [&connector] { connector.drop(); },
-        "the destination"};
+        "the destination", write_buffer};
     ExchangeResult result;
     if (co_await send_request(io, wire, exchange, result)) co_await relay_response(io, exchange, true, result);
     connector.drop();

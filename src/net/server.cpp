@@ -182,7 +182,7 @@ public:
         extras.cert_cache_hits = runtime_->leaves->hits();
         extras.cert_cache_misses = runtime_->leaves->misses();
         if (runtime_->log) extras.access_log_dropped_lines = runtime_->log->dropped_lines();
-        extras.upstream_pooled_connections = limiter_.pooled();
+        extras.upstream_pooled_connections = UpstreamPool::total_in_all_pools();
         return extras;
     }
 
@@ -213,15 +213,7 @@ private:
     // coroutine, whose frame an idle connection would hold for its whole life.)
     static auto connection_finished(std::shared_ptr<Runtime> rt, GatewayServer* self, std::string client_ip) {
         return [rt = std::move(rt), self, client_ip = std::move(client_ip)](std::exception_ptr e) {
-            if (e) {
-                try {
-                    std::rethrow_exception(e);
-                } catch (const std::exception& x) {
-                    log_error(std::string("connection: unexpected exception: ") + x.what());
-                } catch (...) {
-                    log_error("connection: unexpected exception");
-                }
-            }
+            log_exception("connection: unexpected exception", e);
             rt->metrics.connection_closed();
             self->limiter_.release(client_ip);
         };

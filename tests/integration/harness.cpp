@@ -355,6 +355,10 @@ void RecordingUpstream::serve_stream(Stream& stream) {
             return;
         } else if (path == "/gzip") {
             send("HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 4\r\n\r\nabcd");
+        } else if (path == "/then-close") {
+            send("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+            stream.lowest_layer().close(ec);
+            return;
         } else if (path == "/close") {
             send("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil-close body");
             if constexpr (!std::is_same_v<Stream, tcp::socket>) stream.shutdown(ec);

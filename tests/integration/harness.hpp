@@ -70,6 +70,8 @@ struct ReceivedRequest {
 //   /sse           chunked text/event-stream: one event, then waits for release_sse(), then one more
 //   /ws            101 Switching Protocols, then echoes every byte back
 //   /close         200 with no framing, body then close
+//   /then-close    200 with Content-Length and no "Connection: close", then the
+//                  connection is closed anyway (as an origin's idle timeout does)
 //   /reflect?split=N  echoes the x-api-key value back raw, base64 and URL-encoded
 //                  in a chunked body cut at byte N, and in Location and Set-Cookie
 //   /gzip          200 with Content-Encoding: gzip

@@ -387,6 +387,56 @@ TEST_F(MitmTest, ClientsOfASessionShareUpstreamConnectionsBetweenRequests) {
     for (const auto& req : bound_.requests()) EXPECT_EQ(req.header_values("x-api-key"), std::vector<std::string>{test_secret});
 }
 
+// Eighteen exchanges in flight at once need eighteen upstream connections;
+// all are handed back to the pool, and once they have waited a moment the
+// sweep keeps 16 of them for the session and origin (max_per_key) and closes
+// the other two, while every client stays connected.
+TEST_F(MitmTest, ThePoolKeepsAtMostSixteenIdleConnectionsPerSessionAndOrigin) {
+    proxy_ = std::make_unique<ProxyUnderTest>(base_config(dir_, pki_, bound_.port(), other_.port()), 1);
+    std::vector<std::unique_ptr<RawClient>> clients;
+    for (int i = 0; i < 18; ++i) {
+        clients.push_back(open_bound());
+        clients.back()->write(get("/sse"));
+    }
+    ASSERT_TRUE(eventually([&] { return bound_.requests().size() == 18; }));
+    EXPECT_EQ(bound_.connections(), 18u);
+    bound_.release_sse();
+    for (auto& c : clients) {
+        auto r = c->read_response();
+        ASSERT_TRUE(r);
+        EXPECT_EQ(r->status, 200);
+    }
+    EXPECT_TRUE(eventually([&] { return bound_.connections_ended() == 2; }));
+    // The sixteen kept serve the next requests: nothing new is dialed.
+    for (auto& c : clients) {
+        c->write(get("/echo"));
+        auto r = c->read_response();
+        ASSERT_TRUE(r);
+        EXPECT_EQ(r->status, 200);
+    }
+    EXPECT_EQ(bound_.connections(), 18u);
+    EXPECT_EQ(bound_.connections_ended(), 2u);
+}
+
+// An origin may close a kept-alive connection while it waits in the pool.
+// The next request notices before it sends anything and dials a new one.
+TEST_F(MitmTest, APooledConnectionTheOriginClosedIsNotUsedAgain) {
+    auto c = open_bound();
+    c->write(get("/then-close"));
+    auto r = c->read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    ASSERT_TRUE(eventually([&] { return bound_.connections_ended() == 1; }));
+    c->write(get("/echo"));
+    r = c->read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->body, "ok");
+    EXPECT_EQ(bound_.connections(), 2u);
+    ASSERT_EQ(bound_.requests().size(), 2u);
+    EXPECT_EQ(bound_.requests().back().header_values("x-api-key"), std::vector<std::string>{test_secret});
+}
+
 TEST_F(MitmTest, APooledUpstreamConnectionIsClosedWhenItsIdleTimeoutRunsOut) {
     auto yaml = base_config(dir_, pki_, bound_.port(), other_.port());
     const std::string limits = "  idle_timeout: 10s\n";
