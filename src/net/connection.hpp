@@ -5,6 +5,7 @@
 #include "vaultgate/host.hpp"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -28,6 +29,22 @@ AccessLogEntry access_entry(const ClientContext& ctx, std::string_view ingress, 
 // A fresh context for an accepted socket: its watchdog started and watching it,
 // the client's address, Nagle off.
 ClientContext make_client_context(std::shared_ptr<Runtime> rt, tcp::socket& client);
+
+// What a connection's first exchange leads to. A tunnel or a MITM phase may
+// last hours, so it runs only after the coroutine that decided it returned:
+// that frame's request, buffers and state snapshot (whose replaced
+// credentials must not stay in memory) are gone by then.
+struct ConnectionPhase {
+    enum class Kind { done, mitm, tunnel } kind = Kind::done;
+    Authority dest;
+    std::optional<tcp::socket> upstream;  // tunnel: dialled and checked
+    std::string leftover;                 // tunnel: bytes the client sent after the CONNECT head
+    bool session_registered = false;      // in rt->connections, to be removed at the end
+};
+
+// Runs the phase, then ends the connection: out of rt->connections, client
+// closed. `client` stays where it is (the watchdog watches it there).
+awaitable<void> run_connection_phase(ClientContext& ctx, tcp::socket& client, ConnectionPhase next);
 
 // The explicit proxy listener: reads CONNECT or an absolute-form request and dispatches.
 awaitable<void> handle_proxy_client(std::shared_ptr<Runtime> rt, tcp::socket client);

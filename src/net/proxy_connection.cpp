@@ -34,22 +34,12 @@ awaitable<void> deny(ClientContext& ctx, tcp::socket& client, DenyReason reason,
     co_await refuse(ctx, client, denied_response(reason, dest));
 }
 
-// What an answered CONNECT leads to. Both phases may last hours, so the caller
-// runs them only after letting go of what the CONNECT itself needed.
-struct ConnectPhase {
-    enum class Kind { done, mitm, tunnel } kind = Kind::done;
-    Authority dest;
-    std::optional<tcp::socket> upstream;  // tunnel: dialled and checked
-    std::string leftover;                 // tunnel: bytes the client sent after the CONNECT head
-    bool session_registered = false;      // in rt->connections, to be removed at the end
-};
-
 // Handles a CONNECT up to the point where the connection becomes a tunnel or
 // a MITM'd connection; refusals and failures are answered here (done).
-awaitable<ConnectPhase> handle_connect(ClientContext& ctx, tcp::socket& client, ReadBuffer& buf,
+awaitable<ConnectionPhase> handle_connect(ClientContext& ctx, tcp::socket& client, ReadBuffer& buf,
                                        const RequestHead& req, const Session& session, const GatewayState& state,
                                        clock::time_point start) {
-    ConnectPhase next;
+    ConnectionPhase next;
     auto parsed = parse_authority(req.target, 0);
     if (!parsed) {
         auto e = access_entry(ctx, "denied", "CONNECT", Authority{}, start);
@@ -80,7 +70,7 @@ awaitable<ConnectPhase> handle_connect(ClientContext& ctx, tcp::socket& client, 
         if (co_await write_all(client, connection_established, *ctx.watchdog, ctx.rt->config.limits.idle_timeout))
             co_return next;
         ctx.watchdog->unwatch(client);  // the TLS stream takes the socket over
-        next.kind = ConnectPhase::Kind::mitm;
+        next.kind = ConnectionPhase::Kind::mitm;
         next.dest = dest;
         co_return next;
     }
@@ -106,7 +96,7 @@ awaitable<ConnectPhase> handle_connect(ClientContext& ctx, tcp::socket& client, 
     }
     if (co_await write_all(client, connection_established, *ctx.watchdog, ctx.rt->config.limits.idle_timeout))
         co_return next;
-    next.kind = ConnectPhase::Kind::tunnel;
+    next.kind = ConnectionPhase::Kind::tunnel;
     next.dest = dest;
     next.upstream.emplace(std::move(upstream));
     next.leftover.assign(buf.view());
@@ -171,13 +161,10 @@ ClientContext make_client_context(std::shared_ptr<Runtime> rt, tcp::socket& clie
 namespace {
 
 // Reads the connection's first request and answers it, or hands the
-// connection on (ConnectPhase). Its frame holds what only that request
-// needs: the read buffer, the parsed head and the state snapshot, whose
-// replaced credentials must not stay in memory for as long as a tunnel or a
-// MITM'd connection lasts. So the long phase runs after it returned, in its
-// caller's much smaller frame: an idle connection does not keep this one.
-awaitable<ConnectPhase> serve_first_request(ClientContext& ctx, tcp::socket& client, clock::time_point start) {
-    ConnectPhase next;
+// connection on (ConnectionPhase). An idle tunnel or MITM'd connection does
+// not keep this frame (its read buffer, parsed head and state snapshot).
+awaitable<ConnectionPhase> serve_first_request(ClientContext& ctx, tcp::socket& client, clock::time_point start) {
+    ConnectionPhase next;
     auto& rt = ctx.rt;
     const auto& limits = rt->config.limits;
     const HeadLimits head_limits = request_head_limits(limits);
@@ -220,18 +207,22 @@ awaitable<ConnectPhase> serve_first_request(ClientContext& ctx, tcp::socket& cli
 
 }  // namespace
 
-awaitable<void> handle_proxy_client(std::shared_ptr<Runtime> rt, tcp::socket client) {
-    ClientContext ctx = make_client_context(std::move(rt), client);
-    WatchdogStop stop_watchdog(ctx.watchdog);
-    ConnectPhase next = co_await serve_first_request(ctx, client, clock::now());
-    if (next.kind == ConnectPhase::Kind::mitm) {
+awaitable<void> run_connection_phase(ClientContext& ctx, tcp::socket& client, ConnectionPhase next) {
+    if (next.kind == ConnectionPhase::Kind::mitm) {
         co_await run_mitm(ctx, std::move(client), std::move(next.dest));
-    } else if (next.kind == ConnectPhase::Kind::tunnel) {
+    } else if (next.kind == ConnectionPhase::Kind::tunnel) {
         co_await run_tunnel(ctx, client, *next.upstream, next.dest, std::move(next.leftover));
     }
     if (next.session_registered) ctx.rt->connections.remove(ctx.session_id, ctx.watchdog);
     error_code ignored;
     client.close(ignored);
+}
+
+awaitable<void> handle_proxy_client(std::shared_ptr<Runtime> rt, tcp::socket client) {
+    ClientContext ctx = make_client_context(std::move(rt), client);
+    WatchdogStop stop_watchdog(ctx.watchdog);
+    ConnectionPhase next = co_await serve_first_request(ctx, client, clock::now());
+    co_await run_connection_phase(ctx, client, std::move(next));
 }
 
 }  // namespace vaultgate::net

@@ -144,11 +144,15 @@ awaitable<void> serve_transparent_http(ClientContext& ctx, tcp::socket& client, 
 
 }  // namespace
 
-awaitable<void> handle_transparent_client(std::shared_ptr<Runtime> rt, tcp::socket client) {
-    auto start = clock::now();
-    ClientContext ctx = make_client_context(rt, client);
-    WatchdogStop stop_watchdog(ctx.watchdog);
+namespace {
 
+// Decides what a redirected connection is by its source, original destination
+// and ClientHello, and answers refusals and plain HTTP here. A tunnel or a MITM
+// phase is handed back (ConnectionPhase), so it does not keep this frame and
+// its state snapshot.
+awaitable<ConnectionPhase> route_transparent(ClientContext& ctx, tcp::socket& client, clock::time_point start) {
+    ConnectionPhase next;
+    auto& rt = ctx.rt;
     auto state = rt->snapshot();
     const Session* session = session_for_source(*state, ctx.client_ip);
     auto original = original_destination(client);
@@ -163,53 +167,67 @@ awaitable<void> handle_transparent_client(std::shared_ptr<Runtime> rt, tcp::sock
     auto hello = co_await peek_client_hello(client, *ctx.watchdog, rt->config.limits.handshake_timeout);
     if (session && original && hello.status == HelloStatus::not_tls && !is_self_endpoint(*rt, *original)) {
         co_await serve_transparent_http(ctx, client, *original, state, start);
-    } else if (!session) {
+        co_return next;
+    }
+    if (!session) {
         co_await refuse_tls(ctx, client, DenyReason::session_required, dest, start);
-    } else if (!original) {
+        co_return next;
+    }
+    if (!original) {
         co_await refuse_tls(ctx, client, DenyReason::self_connection, dest, start);
-    } else if (hello.status != HelloStatus::ok) {
+        co_return next;
+    }
+    auto name = hello.status == HelloStatus::ok ? normalize_host(hello.server_name) : HostResult{};
+    if (!name || name.kind != HostKind::name) {
         co_await refuse_tls(ctx, client, DenyReason::no_server_name, dest, start);
-    } else if (auto name = normalize_host(hello.server_name); !name || name.kind != HostKind::name) {
-        co_await refuse_tls(ctx, client, DenyReason::no_server_name, dest, start);
-    } else if (is_self_endpoint(*rt, *original)) {
+        co_return next;
+    }
+    if (is_self_endpoint(*rt, *original)) {
         // Not redirected at all: someone connected to the listener itself.
         co_await refuse_tls(ctx, client, DenyReason::self_connection, dest, start);
-    } else {
-        Authority by_name{*name.host, original->port(), HostKind::name};
-        auto route = state->route(*session, by_name, EgressKind::connect);
-        rt->connections.add(ctx.session_id, ctx.watchdog);
-        if (route.kind == RouteKind::denied) {
-            co_await refuse_tls(ctx, client, route.reason, by_name, start);
-        } else if (route.kind == RouteKind::mitm) {
-            // The bound origin is reached by name, through the usual checks;
-            // the client's TLS handshake is still unread in the socket.
-            ctx.watchdog->unwatch(client);
-            // As after a CONNECT: the long phase does not keep the snapshot
-            // (and the replaced credentials in it) alive.
-            session = nullptr;
-            state.reset();
-            co_await run_mitm(ctx, std::move(client), by_name);
-        } else {
-            tcp::socket upstream(client.get_executor());
-            auto dialed = co_await dial_checked(*rt, session->policy, by_name, upstream, *ctx.watchdog, *original);
-            if (dialed.denied != DenyReason::none) {
-                co_await refuse_tls(ctx, client, dialed.denied, by_name, start);
-            } else if (dialed.ok()) {
-                session = nullptr;
-                state.reset();
-                co_await run_tunnel(ctx, client, upstream, by_name, {});
-            } else {
-                // As for CONNECT: logged, and the client is told rather than reset.
-                log_debug("transparent: cannot reach " + format_authority(by_name) + ": " + dialed.error.message());
-                record_tls(ctx, "tunnel", dialed.timed_out ? 504 : 502,
-                           dialed.timed_out ? "upstream_timeout" : "upstream_unreachable", by_name, start);
-                co_await send_alert_and_close(ctx, client, internal_error_alert);
-            }
-        }
-        rt->connections.remove(ctx.session_id, ctx.watchdog);
+        co_return next;
     }
-    error_code ignored;
-    client.close(ignored);
+    Authority by_name{*name.host, original->port(), HostKind::name};
+    auto route = state->route(*session, by_name, EgressKind::connect);
+    rt->connections.add(ctx.session_id, ctx.watchdog);
+    next.session_registered = true;
+    if (route.kind == RouteKind::denied) {
+        co_await refuse_tls(ctx, client, route.reason, by_name, start);
+        co_return next;
+    }
+    if (route.kind == RouteKind::mitm) {
+        // The bound origin is reached by name, through the usual checks; the
+        // client's TLS handshake is still unread in the socket.
+        ctx.watchdog->unwatch(client);
+        next.kind = ConnectionPhase::Kind::mitm;
+        next.dest = by_name;
+        co_return next;
+    }
+    tcp::socket upstream(client.get_executor());
+    auto dialed = co_await dial_checked(*rt, session->policy, by_name, upstream, *ctx.watchdog, *original);
+    if (dialed.denied != DenyReason::none) {
+        co_await refuse_tls(ctx, client, dialed.denied, by_name, start);
+    } else if (dialed.ok()) {
+        next.kind = ConnectionPhase::Kind::tunnel;
+        next.dest = by_name;
+        next.upstream.emplace(std::move(upstream));
+    } else {
+        // As for CONNECT: logged, and the client is told rather than reset.
+        log_debug("transparent: cannot reach " + format_authority(by_name) + ": " + dialed.error.message());
+        record_tls(ctx, "tunnel", dialed.timed_out ? 504 : 502,
+                   dialed.timed_out ? "upstream_timeout" : "upstream_unreachable", by_name, start);
+        co_await send_alert_and_close(ctx, client, internal_error_alert);
+    }
+    co_return next;
+}
+
+}  // namespace
+
+awaitable<void> handle_transparent_client(std::shared_ptr<Runtime> rt, tcp::socket client) {
+    ClientContext ctx = make_client_context(std::move(rt), client);
+    WatchdogStop stop_watchdog(ctx.watchdog);
+    ConnectionPhase next = co_await route_transparent(ctx, client, clock::now());
+    co_await run_connection_phase(ctx, client, std::move(next));
 }
 
 }  // namespace vaultgate::net
