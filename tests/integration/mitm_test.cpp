@@ -45,6 +45,13 @@ protected:
         return c;
     }
 
+    // GET `path` on `c`; the response's status, 0 when none came.
+    int status_of_get(RawClient& c, const std::string& path) {
+        c.write(get(path));
+        auto r = c.read_response();
+        return r ? r->status : 0;
+    }
+
     std::string get(const std::string& path, const std::string& extra = "") const {
         return "GET " + path + " HTTP/1.1\r\nHost: " + bound_authority() + "\r\n" + extra + "\r\n";
     }
@@ -369,19 +376,10 @@ TEST_F(MitmTest, NextConnectionOfTheSameSessionReusesTheUpstreamConnection) {
 TEST_F(MitmTest, ClientsOfASessionShareUpstreamConnectionsBetweenRequests) {
     proxy_ = std::make_unique<ProxyUnderTest>(base_config(dir_, pki_, bound_.port(), other_.port()), 1);
     auto first = open_bound();
-    first->write(get("/echo"));
-    auto r = first->read_response();
-    ASSERT_TRUE(r);
-    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(status_of_get(*first, "/echo"), 200);
     auto second = open_bound();  // while the first stays connected, idle
-    second->write(get("/echo"));
-    r = second->read_response();
-    ASSERT_TRUE(r);
-    EXPECT_EQ(r->status, 200);
-    first->write(get("/echo"));
-    r = first->read_response();
-    ASSERT_TRUE(r);
-    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(status_of_get(*second, "/echo"), 200);
+    EXPECT_EQ(status_of_get(*first, "/echo"), 200);
     EXPECT_EQ(bound_.connections(), 1u);
     ASSERT_EQ(bound_.requests().size(), 3u);
     for (const auto& req : bound_.requests()) EXPECT_EQ(req.header_values("x-api-key"), std::vector<std::string>{test_secret});
@@ -408,12 +406,7 @@ TEST_F(MitmTest, ThePoolKeepsAtMostSixteenIdleConnectionsPerSessionAndOrigin) {
     }
     EXPECT_TRUE(eventually([&] { return bound_.connections_ended() == 2; }));
     // The sixteen kept serve the next requests: nothing new is dialed.
-    for (auto& c : clients) {
-        c->write(get("/echo"));
-        auto r = c->read_response();
-        ASSERT_TRUE(r);
-        EXPECT_EQ(r->status, 200);
-    }
+    for (auto& c : clients) EXPECT_EQ(status_of_get(*c, "/echo"), 200);
     EXPECT_EQ(bound_.connections(), 18u);
     EXPECT_EQ(bound_.connections_ended(), 2u);
 }
@@ -422,16 +415,9 @@ TEST_F(MitmTest, ThePoolKeepsAtMostSixteenIdleConnectionsPerSessionAndOrigin) {
 // The next request notices before it sends anything and dials a new one.
 TEST_F(MitmTest, APooledConnectionTheOriginClosedIsNotUsedAgain) {
     auto c = open_bound();
-    c->write(get("/then-close"));
-    auto r = c->read_response();
-    ASSERT_TRUE(r);
-    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(status_of_get(*c, "/then-close"), 200);
     ASSERT_TRUE(eventually([&] { return bound_.connections_ended() == 1; }));
-    c->write(get("/echo"));
-    r = c->read_response();
-    ASSERT_TRUE(r);
-    EXPECT_EQ(r->status, 200);
-    EXPECT_EQ(r->body, "ok");
+    EXPECT_EQ(status_of_get(*c, "/echo"), 200);
     EXPECT_EQ(bound_.connections(), 2u);
     ASSERT_EQ(bound_.requests().size(), 2u);
     EXPECT_EQ(bound_.requests().back().header_values("x-api-key"), std::vector<std::string>{test_secret});
