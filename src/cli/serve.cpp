@@ -102,12 +102,14 @@ int check_config(const Args& args) {
 
 int serve(const Args& args) {
     // Blocks of 4 KiB and more (OpenSSL's per-connection state and record
-    // buffers, receive buffers) get pages of their own instead of heap space
-    // between small objects. Freed, they go back to the system whole, and the
-    // small objects an idle connection keeps are not left scattered over pages
-    // that stay mostly empty after a burst of connections (docs/benchmarks.md:
-    // memory per idle connection). The price is a few mmap/munmap calls per
-    // new connection; busy connections keep their buffers and make none.
+    // buffers, receive buffers) that the heap's free lists cannot serve get
+    // pages of their own instead of growing the heap between small objects.
+    // Freed, those go back to the system whole, and a burst of connections
+    // does not leave the small objects idle connections keep scattered over
+    // mostly empty pages (docs/benchmarks.md: memory per idle connection).
+    // Setting it also ends glibc's raising of the threshold after frees. The
+    // price is a few mmap/munmap calls per new connection; busy connections
+    // keep their buffers and make none.
     mallopt(M_MMAP_THRESHOLD, 4096);
     const std::string path = config_path(args);
     auto config = load_or_report(path);
