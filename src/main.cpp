@@ -1,8 +1,20 @@
 // vaultgate: an egress gateway that keeps API keys out of sandboxes.
 #include "cli/commands.hpp"
+#include "vaultgate/block_cache.hpp"
 
 #include <cstdio>
 #include <exception>
+
+namespace {
+
+// OpenSSL accepts allocation functions only before its first allocation, and
+// Boost.Asio's SSL support initialises OpenSSL from a static initialiser, so
+// this runs first (priority 101). serve reports it if it failed.
+[[gnu::constructor(101)]] void route_openssl_allocations() {
+    vaultgate::block_cache::route_openssl_allocations();
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
     using namespace vaultgate::cli;

@@ -45,7 +45,10 @@ public:
     virtual std::uint16_t admin_port() const = 0;      // 0 for none or a unix socket
     // Closes every open connection of the session (after DELETE or expiry).
     virtual void close_session_connections(const std::string& session_id) = 0;
-    // Leaf certificate cache counters, for /metrics.
+    // Each I/O thread frees the large blocks it has kept (block_cache.hpp)
+    // and nobody reused for half a second. Returns at once; the threads do it
+    // when they next run.
+    virtual void release_idle_blocks() = 0;
     // What /metrics shows beside Metrics' own counters.
     virtual MetricsExtras metrics_extras() const = 0;
 };

@@ -4,6 +4,7 @@
 #include "commands.hpp"
 #include "sd_notify.hpp"
 #include "vaultgate/admin_api.hpp"
+#include "vaultgate/block_cache.hpp"
 #include "vaultgate/ca.hpp"
 #include "vaultgate/config.hpp"
 #include "vaultgate/diag_log.hpp"
@@ -108,7 +109,8 @@ int serve(const Args& args) {
     // does not leave the small objects idle connections keep scattered over
     // mostly empty pages (docs/benchmarks.md: memory per idle connection).
     // Setting it also ends glibc's raising of the threshold after frees. The
-    // price is a few mmap/munmap calls per new connection; busy connections
+    // mmap/munmap calls this would cost every new connection are mostly saved
+    // by the I/O threads' block caches (block_cache.hpp); busy connections
     // keep their buffers and make none.
     mallopt(M_MMAP_THRESHOLD, 4096);
     const std::string path = config_path(args);
@@ -117,6 +119,9 @@ int serve(const Args& args) {
     LogLevel level = LogLevel::info;
     parse_log_level(config->log_level, level);
     set_log_level(level);
+    if (!block_cache::openssl_allocations_routed())
+        log_warn("OpenSSL allocations are not routed through the block cache: each new TLS connection "
+                 "will cost a few more mmap/munmap calls");
 
     // The first real snapshot comes from the admin API's load() below, which
     // reads the config's credentials and the store; until then nothing is served.
@@ -181,8 +186,10 @@ int serve(const Args& args) {
             // Give memory freed by closed or parked connections back to the
             // system, so a burst of connections does not leave the RSS high.
             const Metrics& metrics = server->metrics();
-            if (trim.due(metrics.connections_total(), metrics.active_connections(), metrics.requests_total()))
+            if (trim.due(metrics.connections_total(), metrics.active_connections(), metrics.requests_total())) {
+                server->release_idle_blocks();
                 malloc_trim(0);
+            }
             continue;
         }
         if (sig == SIGHUP) {

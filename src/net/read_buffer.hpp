@@ -5,11 +5,16 @@
 //
 // Storage is a plain array, not a std::string: making room for a read must not
 // zero-fill it (a string's resize would, once per read), and the array is kept
-// between reads so that streaming a body allocates nothing per read.
+// between reads so that streaming a body allocates nothing per read. It comes
+// from the thread's block cache, so a new connection usually gets the buffer
+// a closed one left.
+#include "vaultgate/block_cache.hpp"
+
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <string_view>
 
 namespace vaultgate::net {
@@ -36,7 +41,8 @@ public:
             } else {
                 // Grow: what is unconsumed plus a full read.
                 std::size_t wanted = std::max(capacity_ * 2, size() + read_size_);
-                auto bigger = std::make_unique_for_overwrite<char[]>(wanted);
+                Storage bigger(static_cast<char*>(block_cache::allocate(wanted)));
+                if (!bigger) throw std::bad_alloc();
                 if (size() > 0) std::memcpy(bigger.get(), data_.get() + start_, size());
                 data_ = std::move(bigger);
                 capacity_ = wanted;
@@ -58,7 +64,12 @@ public:
     }
 
 private:
-    std::unique_ptr<char[]> data_;
+    struct Release {
+        void operator()(char* p) const { block_cache::release(p); }
+    };
+    using Storage = std::unique_ptr<char, Release>;
+
+    Storage data_;
     std::size_t capacity_ = 0;
     std::size_t start_ = 0;
     std::size_t end_ = 0;

@@ -9,6 +9,7 @@
 #include "runtime.hpp"
 #include "tls_contexts.hpp"
 #include "upstream_pool.hpp"
+#include "vaultgate/block_cache.hpp"
 #include "vaultgate/diag_log.hpp"
 
 #include <fcntl.h>
@@ -106,14 +107,16 @@ public:
             asio::co_spawn(*ctx, sweep_upstream_pool(&limiter_, runtime_->config.limits.upstream_idle_timeout),
                            asio::detached);
             threads_.emplace_back([c = ctx.get()] {
+                block_cache::enable_on_this_thread();
                 for (;;) {
                     try {
                         c->run();
-                        return;
+                        break;
                     } catch (const std::exception& e) {
                         log_error(std::string("worker: unexpected exception: ") + e.what());
                     }
                 }
+                block_cache::disable_on_this_thread();
             });
         }
         std::string admin = "off";
@@ -176,6 +179,10 @@ public:
     }
     void close_session_connections(const std::string& session_id) override {
         runtime_->connections.close_session(session_id);
+    }
+    void release_idle_blocks() override {
+        for (auto& ctx : contexts_)
+            asio::post(*ctx, [] { block_cache::trim(block_cache::clock::now() - block_cache::idle_before_freed); });
     }
     MetricsExtras metrics_extras() const override {
         MetricsExtras extras;

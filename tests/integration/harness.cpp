@@ -697,6 +697,8 @@ ServeProcess::~ServeProcess() {
     EXPECT_EQ(err_.find(test_secret), std::string::npos) << "the secret reached stderr";
     for (const auto& value : forbidden_in_stderr_)
         EXPECT_EQ(err_.find(value), std::string::npos) << "a value the test handed the proxy reached stderr";
+    // The binary's I/O threads reuse OpenSSL's buffers (block_cache.hpp).
+    EXPECT_EQ(err_.find("OpenSSL allocations are not routed"), std::string::npos) << err_;
     if (err_fd_ >= 0) close(err_fd_);
 }
 
