@@ -141,6 +141,15 @@ TEST_F(BlockCacheTest, ReallocateOfSmallBlocksIsPlainRealloc) {
     EXPECT_EQ(stats().blocks, 0u);
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+TEST_F(BlockCacheTest, AHeldBlockIsPoisonedSoAUseAfterReleaseIsReported) {
+    auto* block = static_cast<char*>(allocate(16 * 1024));
+    release(block);
+    ASSERT_EQ(stats().blocks, 1u);
+    EXPECT_DEATH(block[100] = 'x', "use-after-poison");
+}
+#endif
+
 TEST_F(BlockCacheTest, OpenSslObjectsComeFromTheCache) {
     ASSERT_TRUE(openssl_allocations_routed());
     SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
