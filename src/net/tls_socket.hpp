@@ -133,13 +133,9 @@ private:
                 if (ec == asio::error::would_block) next = Next::wait_write;
                 ec = ec == asio::error::would_block ? error_code{} : ec;
             }
-            switch (next) {
-            case Next::wait_read: return self->socket_.async_wait(tcp::socket::wait_read, std::move(op));
-            case Next::wait_write: return self->socket_.async_wait(tcp::socket::wait_write, std::move(op));
-            default:
-                if (first) return asio::post(self->socket_.get_executor(), asio::append(std::move(op), ec, true));
-                return op.complete(ec);
-            }
+            if (next == Next::wait_read || next == Next::wait_write) return self->wait_for(next, op);
+            if (first) return asio::post(self->socket_.get_executor(), asio::append(std::move(op), ec, true));
+            op.complete(ec);
         }
         template <class Op>
         void operator()(Op& op, error_code ec, bool /*posted*/) {
@@ -162,10 +158,7 @@ private:
         void operator()(Op& op, error_code ec = {}) {
             bool first = !started;
             started = true;
-            if (first && wait_first == Next::wait_read)
-                return self->socket_.async_wait(tcp::socket::wait_read, std::move(op));
-            if (first && wait_first == Next::wait_write)
-                return self->socket_.async_wait(tcp::socket::wait_write, std::move(op));
+            if (first && wait_first != Next::done) return self->wait_for(wait_first, op);
             if (ec) return op.complete(ec, 0);
             if constexpr (!Reading) {
                 if (flushing || size == 0) return flush(op, first);
@@ -184,11 +177,9 @@ private:
                     return flush(op, first);
                 }
             }
-            switch (self->classify(rc, ec)) {
-            case Next::wait_read: return self->socket_.async_wait(tcp::socket::wait_read, std::move(op));
-            case Next::wait_write: return self->socket_.async_wait(tcp::socket::wait_write, std::move(op));
-            default: return finish(op, first, ec, 0);
-            }
+            const Next next = self->classify(rc, ec);
+            if (next == Next::wait_read || next == Next::wait_write) return self->wait_for(next, op);
+            finish(op, first, ec, 0);
         }
         template <class Op>
         void operator()(Op& op, error_code ec, std::size_t n, bool /*posted*/) {
@@ -200,7 +191,7 @@ private:
             if (self->out_->flush(ec)) return finish(op, first, {}, written);
             if (ec == asio::error::would_block) {
                 flushing = true;
-                return self->socket_.async_wait(tcp::socket::wait_write, std::move(op));
+                return self->wait_for(Next::wait_write, op);
             }
             return finish(op, first, ec, 0);
         }
@@ -210,6 +201,13 @@ private:
             op.complete(ec, n);
         }
     };
+
+    // Resumes `op` once the socket is ready for what OpenSSL asked for
+    // (Next::wait_read or Next::wait_write).
+    template <class Op>
+    void wait_for(Next next, Op& op) {
+        socket_.async_wait(next == Next::wait_read ? tcp::socket::wait_read : tcp::socket::wait_write, std::move(op));
+    }
 
     // Sends queued records if the socket takes them now; what it does not take
     // goes with the next write or flush.
