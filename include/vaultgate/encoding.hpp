@@ -22,6 +22,14 @@ std::string base64_encode(std::string_view in, Base64Alphabet alphabet, bool pad
 // any other byte, so a key with a stray character is refused, not shortened.
 std::optional<std::string> base64_decode(std::string_view in);
 
+// The value of one hexadecimal digit (either case), or -1 for any other byte.
+constexpr int hex_digit_value(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
 // RFC 3986 "unreserved": ALPHA / DIGIT / "-" / "." / "_" / "~".
 bool is_unreserved(unsigned char c);
 std::size_t percent_encoded_size(std::string_view in);

@@ -1,5 +1,7 @@
 #include "vaultgate/address.hpp"
 
+#include "vaultgate/encoding.hpp"
+
 #include <cstddef>
 #include <initializer_list>
 #include <optional>
@@ -12,13 +14,6 @@ namespace vaultgate {
 namespace {
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
-
-int hex_value(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
 
 // One decimal octet: 1-3 digits, no leading zero, at most 255. Leading zeros are
 // refused because other parsers read them as octal, and "0177" must never mean
@@ -60,7 +55,7 @@ std::optional<std::uint16_t> parse_hex_group(std::string_view s) {
     if (s.empty() || s.size() > 4) return std::nullopt;
     unsigned value = 0;
     for (char c : s) {
-        int v = hex_value(c);
+        int v = hex_digit_value(c);
         if (v < 0) return std::nullopt;
         value = value * 16 + static_cast<unsigned>(v);
     }

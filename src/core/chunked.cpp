@@ -7,19 +7,13 @@
 #include "vaultgate/http_message.hpp"
 
 #include "http_syntax.hpp"
+#include "vaultgate/encoding.hpp"
 
 #include <algorithm>
 #include <limits>
 
 namespace vaultgate {
 namespace {
-
-int hex_value(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
 
 // Longest chunk-size line (digits plus extension) the limits allow.
 std::size_t size_line_cap(const ChunkLimits& limits) {
@@ -35,7 +29,7 @@ const char* parse_size_line(std::string_view line, const ChunkLimits& limits, st
     std::uint64_t value = 0;
     std::size_t digits = 0;
     for (; digits < line.size(); ++digits) {
-        const int d = hex_value(line[digits]);
+        const int d = hex_digit_value(line[digits]);
         if (d < 0) break;
         if (digits == limits.max_chunk_size_digits) return "chunk size has too many digits";
         if (value > (std::numeric_limits<std::uint64_t>::max() >> 4)) return "chunk size overflows";

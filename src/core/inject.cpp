@@ -64,13 +64,6 @@ void require_field_value(std::string_view value, const char* what) {
     }
 }
 
-int hex_value(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
 // Compares a raw query parameter name with the configured one after
 // percent-decoding, so that "api%5Fkey" cannot slip a second copy past us to an
 // origin that decodes names before looking them up.
@@ -79,8 +72,8 @@ bool same_param(std::string_view raw, std::string_view param) {
     for (std::size_t i = 0; i < raw.size(); ++i, ++j) {
         char c = raw[i];
         if (c == '%' && i + 2 < raw.size()) {
-            int hi = hex_value(raw[i + 1]);
-            int lo = hex_value(raw[i + 2]);
+            int hi = hex_digit_value(raw[i + 1]);
+            int lo = hex_digit_value(raw[i + 2]);
             if (hi >= 0 && lo >= 0) {
                 c = static_cast<char>(hi * 16 + lo);
                 i += 2;

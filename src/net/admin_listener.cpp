@@ -6,6 +6,7 @@
 #include "http_io.hpp"
 #include "proxy_responses.hpp"
 #include "vaultgate/diag_log.hpp"
+#include "vaultgate/encoding.hpp"
 #include "vaultgate/store.hpp"
 
 #include <sys/stat.h>
@@ -18,20 +19,13 @@ namespace {
 
 constexpr std::size_t max_admin_body = 1 << 20;
 
-int hex_value(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
 std::string percent_decode(std::string_view in) {
     std::string out;
     out.reserve(in.size());
     for (std::size_t i = 0; i < in.size(); ++i) {
         if (in[i] == '%' && i + 2 < in.size()) {
-            int hi = hex_value(in[i + 1]);
-            int lo = hex_value(in[i + 2]);
+            int hi = hex_digit_value(in[i + 1]);
+            int lo = hex_digit_value(in[i + 2]);
             if (hi >= 0 && lo >= 0) {
                 out.push_back(static_cast<char>(hi * 16 + lo));
                 i += 2;

@@ -48,5 +48,13 @@ TEST(EncodingTest, PercentEncodingLeavesOnlyUnreservedBytes) {
     EXPECT_EQ(percent_encoded_size("a/b"), 5u);
 }
 
+TEST(HexDigitValue, ReadsBothCasesAndRefusesEverythingElse) {
+    EXPECT_EQ(hex_digit_value('0'), 0);
+    EXPECT_EQ(hex_digit_value('9'), 9);
+    EXPECT_EQ(hex_digit_value('a'), 10);
+    EXPECT_EQ(hex_digit_value('F'), 15);
+    for (char c : std::string_view("gG/:@`% \0", 9)) EXPECT_EQ(hex_digit_value(c), -1) << int(c);
+}
+
 }  // namespace
 }  // namespace vaultgate
