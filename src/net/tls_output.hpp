@@ -19,6 +19,7 @@ struct PendingOutput {
     std::size_t sent = 0;   // how much of `bytes` went out already
 
     bool empty() const { return sent == bytes.size(); }
+    std::size_t queued() const { return bytes.size() - sent; }
 
     // Sends as much as the socket takes. True when nothing is left; false with
     // `ec` set otherwise (asio::error::would_block: wait until writable).

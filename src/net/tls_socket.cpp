@@ -35,7 +35,9 @@ std::size_t TlsSocket::try_io(bool reading, void* data, std::size_t size, error_
     std::size_t n = 0;
     int rc = reading ? SSL_read_ex(ssl_.get(), data, size, &n) : SSL_write_ex(ssl_.get(), data, size, &n);
     if (rc == 1 && !reading) {
-        // Accepted; what the socket does not take now stays queued (has_pending_output).
+        // Accepted; the caller sends what is queued (try_flush) when it has
+        // written all it has. A long write goes out every few records.
+        if (out_->queued() < send_batch_bytes) return n;
         error_code flush_error;
         if (!out_->flush(flush_error) && flush_error != asio::error::would_block) {
             ec = flush_error;

@@ -44,10 +44,20 @@ public:
     // be waited on first). Most reads and writes of a busy connection complete
     // at once; trying first spares them an asynchronous operation's allocation,
     // post and resumption.
+    //
+    // A write's records stay queued until send_batch_bytes are (then as much
+    // as the socket takes is sent); the caller sends the rest with try_flush
+    // or async_flush once it has written everything it has.
     std::size_t try_read_some(void* data, std::size_t size, error_code& ec) { return try_io(true, data, size, ec); }
     std::size_t try_write_some(const void* data, std::size_t size, error_code& ec) {
         return try_io(false, const_cast<void*>(data), size, ec);
     }
+
+    // Three full records (16 KiB of plaintext each) per send(): a download
+    // then makes about 22 sends per MiB instead of 64, which saves about 4%
+    // of its CPU. Four records measured worse: their send no longer fits
+    // loopback's 64 KiB segments.
+    static constexpr std::size_t send_batch_bytes = 40 * 1024;
 
     // Frees OpenSSL's record buffers unless they hold data; they come back on
     // the next read or write. For connections about to idle.
@@ -58,6 +68,10 @@ public:
 
     // Records accepted by a write but not yet on the socket (it was full).
     bool has_pending_output() const { return !out_->empty(); }
+
+    // Sends the queued records if the socket takes them all now; would_block
+    // if it does not (the rest stays queued).
+    bool try_flush(error_code& ec) { return out_->flush(ec); }
 
     // Completes once every queued record is on the socket.
     template <class Token>
