@@ -51,6 +51,8 @@ struct Stats {
 };
 // This thread's.
 Stats stats();
+// What every thread holds together (vaultgate_block_cache_bytes in /metrics).
+std::size_t bytes_held_by_all_threads();
 
 // Routes OpenSSL's allocations through allocate/release/reallocate. Works
 // only before OpenSSL's first allocation (main() calls it from a constructor

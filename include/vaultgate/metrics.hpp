@@ -22,6 +22,7 @@ struct MetricsExtras {
     std::uint64_t cert_cache_misses = 0;
     std::uint64_t access_log_dropped_lines = 0;  // not written: over the backlog cap, or a failed write
     std::uint64_t upstream_pooled_connections = 0;
+    std::uint64_t block_cache_bytes = 0;  // large blocks the I/O threads keep for new connections
 };
 
 class Metrics {

@@ -5,6 +5,7 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
@@ -44,6 +45,9 @@ thread_local ThreadCache cache;
 
 bool openssl_routed = false;
 
+// Summed over threads, for /metrics.
+std::atomic<std::size_t> held_everywhere{0};
+
 // A block serves a request of `bytes` when it is large enough and wastes at
 // most a quarter plus a page: a handshake's 5 KiB must not pin a 64 KiB buffer.
 bool fits(std::size_t usable, std::size_t bytes) {
@@ -55,6 +59,7 @@ void drop(std::size_t index) {
     VAULTGATE_UNPOISON(h.block, h.usable);
     std::free(h.block);
     cache.bytes -= h.usable;
+    held_everywhere.fetch_sub(h.usable, std::memory_order_relaxed);
     h = cache.held[--cache.count];
 }
 
@@ -67,6 +72,7 @@ void* take_held(std::size_t bytes) {
     if (best == cache.count) return nullptr;
     HeldBlock h = cache.held[best];
     cache.bytes -= h.usable;
+    held_everywhere.fetch_sub(h.usable, std::memory_order_relaxed);
     cache.held[best] = cache.held[--cache.count];
     ++cache.reused;
     VAULTGATE_UNPOISON(h.block, h.usable);
@@ -101,6 +107,7 @@ void release(void* block) {
             VAULTGATE_POISON(block, usable);
             cache.held[cache.count++] = HeldBlock{block, usable, clock::now()};
             cache.bytes += usable;
+            held_everywhere.fetch_add(usable, std::memory_order_relaxed);
             return;
         }
     }
@@ -132,6 +139,8 @@ void trim(clock::time_point cutoff) {
 }
 
 Stats stats() { return Stats{cache.count, cache.bytes, cache.reused}; }
+
+std::size_t bytes_held_by_all_threads() { return held_everywhere.load(std::memory_order_relaxed); }
 
 bool route_openssl_allocations() {
     openssl_routed = CRYPTO_set_mem_functions(openssl_malloc, openssl_realloc, openssl_free) == 1;

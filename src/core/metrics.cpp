@@ -104,6 +104,11 @@ std::string Metrics::render(const MetricsExtras& extras) const {
                   "# TYPE vaultgate_upstream_pooled_connections gauge\nvaultgate_upstream_pooled_connections %llu",
                   static_cast<unsigned long long>(extras.upstream_pooled_connections));
     line(out, buf);
+    std::snprintf(buf, sizeof buf,
+                  "# HELP vaultgate_block_cache_bytes Freed buffers the I/O threads keep for new connections now.\n"
+                  "# TYPE vaultgate_block_cache_bytes gauge\nvaultgate_block_cache_bytes %llu",
+                  static_cast<unsigned long long>(extras.block_cache_bytes));
+    line(out, buf);
 
     {
         std::lock_guard lock(mutex_);

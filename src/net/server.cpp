@@ -190,6 +190,7 @@ public:
         extras.cert_cache_misses = runtime_->leaves->misses();
         if (runtime_->log) extras.access_log_dropped_lines = runtime_->log->dropped_lines();
         extras.upstream_pooled_connections = UpstreamPool::total_in_all_pools();
+        extras.block_cache_bytes = block_cache::bytes_held_by_all_threads();
         return extras;
     }
 

@@ -132,7 +132,7 @@ protected:
                 snapshot_ = std::move(s);
                 ++publishes_;
             },
-            &log_, &metrics_, [] { return MetricsExtras{42, 7, 3, 5}; });
+            &log_, &metrics_, [] { return MetricsExtras{42, 7, 3, 5, 9}; });
         api->on_session_closed = [this](const std::string& id) {
             std::lock_guard lock(mutex_);
             closed_.push_back(id);
@@ -259,6 +259,7 @@ TEST_F(AdminApiTest, Metrics) {
     EXPECT_NE(r.body.find("vaultgate_cert_cache_misses_total 7"), std::string::npos);
     EXPECT_NE(r.body.find("vaultgate_access_log_dropped_lines_total 3"), std::string::npos);
     EXPECT_NE(r.body.find("vaultgate_upstream_pooled_connections 5"), std::string::npos);
+    EXPECT_NE(r.body.find("\nvaultgate_block_cache_bytes 9\n"), std::string::npos);
     EXPECT_NE(r.body.find("reason=\"domain_not_allowed\""), std::string::npos);
     EXPECT_EQ(call("PUT", "/metrics").status, 405);
 }
