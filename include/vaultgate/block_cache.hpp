@@ -10,7 +10,8 @@
 // An I/O thread therefore holds the large blocks its connections free for a
 // short while and hands each to the next allocation of about the same size;
 // blocks nobody asked for again are freed by trim(), so an idle gateway holds
-// none.
+// none. A block is wiped when it is kept: the next connection must not find
+// this one's data in it.
 //
 // Only threads that called enable_on_this_thread() keep blocks; everywhere
 // else allocate/release/reallocate are malloc/free/realloc. The blocks are

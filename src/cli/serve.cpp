@@ -186,10 +186,12 @@ int serve(const Args& args) {
             // Give memory freed by closed or parked connections back to the
             // system, so a burst of connections does not leave the RSS high.
             const Metrics& metrics = server->metrics();
-            if (trim.due(metrics.connections_total(), metrics.active_connections(), metrics.requests_total())) {
-                server->release_idle_blocks();
+            // Blocks kept for new connections are freed once unused for
+            // 0.5 s, whatever freed them (closed clients, or pooled upstream
+            // connections the sweep closed with no client activity at all).
+            if (block_cache::bytes_held_by_all_threads() > 0) server->release_idle_blocks();
+            if (trim.due(metrics.connections_total(), metrics.active_connections(), metrics.requests_total()))
                 malloc_trim(0);
-            }
             continue;
         }
         if (sig == SIGHUP) {

@@ -3,6 +3,7 @@
 #include <openssl/crypto.h>
 
 #include <malloc.h>
+#include <string.h>  // explicit_bzero
 
 #include <algorithm>
 #include <atomic>
@@ -104,6 +105,9 @@ void release(void* block) {
     if (cache.enabled) {
         const std::size_t usable = malloc_usable_size(block);
         if (usable >= min_block_bytes && cache.count < max_blocks && cache.bytes + usable <= max_bytes) {
+            // The next owner is another connection: it must not find this
+            // one's decrypted traffic or Proxy-Authorization in its buffer.
+            explicit_bzero(block, usable);
             VAULTGATE_POISON(block, usable);
             cache.held[cache.count++] = HeldBlock{block, usable, clock::now()};
             cache.bytes += usable;

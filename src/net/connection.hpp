@@ -27,8 +27,8 @@ AccessLogEntry access_entry(const ClientContext& ctx, std::string_view ingress, 
                             const Authority& dest, clock::time_point start);
 
 // A fresh context for an accepted socket: its watchdog started and watching it,
-// the client's address, Nagle off.
-ClientContext make_client_context(std::shared_ptr<Runtime> rt, tcp::socket& client);
+// the client's address (as the accept loop read it), Nagle off, non-blocking.
+ClientContext make_client_context(std::shared_ptr<Runtime> rt, tcp::socket& client, std::string client_ip);
 
 // What a connection's first exchange leads to. A tunnel or a MITM phase may
 // last hours, so it runs only after the coroutine that decided it returned:
@@ -47,10 +47,10 @@ struct ConnectionPhase {
 awaitable<void> run_connection_phase(ClientContext& ctx, tcp::socket& client, ConnectionPhase next);
 
 // The explicit proxy listener: reads CONNECT or an absolute-form request and dispatches.
-awaitable<void> handle_proxy_client(std::shared_ptr<Runtime> rt, tcp::socket client);
+awaitable<void> handle_proxy_client(std::shared_ptr<Runtime> rt, tcp::socket client, std::string client_ip);
 
 // listen.transparent: redirected TLS, routed by SNI and the original destination.
-awaitable<void> handle_transparent_client(std::shared_ptr<Runtime> rt, tcp::socket client);
+awaitable<void> handle_transparent_client(std::shared_ptr<Runtime> rt, tcp::socket client, std::string client_ip);
 
 // After "200 Connection established" to a bound host: TLS with a minted leaf and
 // the request loop that injects credentials.

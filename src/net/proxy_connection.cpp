@@ -145,16 +145,18 @@ AccessLogEntry access_entry(const ClientContext& ctx, std::string_view ingress, 
     return e;
 }
 
-ClientContext make_client_context(std::shared_ptr<Runtime> rt, tcp::socket& client) {
+ClientContext make_client_context(std::shared_ptr<Runtime> rt, tcp::socket& client, std::string client_ip) {
     ClientContext ctx;
     ctx.rt = std::move(rt);
     ctx.watchdog = std::make_shared<Watchdog>(client.get_executor());
     ctx.watchdog->start();
     ctx.watchdog->watch(client);
+    ctx.client_ip = std::move(client_ip);
     error_code ec;
-    auto peer = client.remote_endpoint(ec);
-    if (!ec) ctx.client_ip = peer.address().to_string();
     client.set_option(tcp::no_delay(true), ec);
+    // Set once here, before the first asynchronous operation would set it
+    // and TlsSocket again (one ioctl instead of two).
+    client.non_blocking(true, ec);
     return ctx;
 }
 
@@ -218,8 +220,8 @@ awaitable<void> run_connection_phase(ClientContext& ctx, tcp::socket& client, Co
     client.close(ignored);
 }
 
-awaitable<void> handle_proxy_client(std::shared_ptr<Runtime> rt, tcp::socket client) {
-    ClientContext ctx = make_client_context(std::move(rt), client);
+awaitable<void> handle_proxy_client(std::shared_ptr<Runtime> rt, tcp::socket client, std::string client_ip) {
+    ClientContext ctx = make_client_context(std::move(rt), client, std::move(client_ip));
     WatchdogStop stop_watchdog(ctx.watchdog);
     ConnectionPhase next = co_await serve_first_request(ctx, client, clock::now());
     co_await run_connection_phase(ctx, client, std::move(next));

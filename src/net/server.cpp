@@ -214,7 +214,7 @@ private:
         return c;
     }
 
-    using ConnectionHandler = awaitable<void> (*)(std::shared_ptr<Runtime>, tcp::socket);
+    using ConnectionHandler = awaitable<void> (*)(std::shared_ptr<Runtime>, tcp::socket, std::string);
 
     // What ends a connection, from its coroutine's completion: the counters and
     // the client's admission slot. (A completion handler rather than a wrapper
@@ -260,7 +260,10 @@ private:
             }
             rt->metrics.connection_opened();
             auto ex = socket.get_executor();
-            asio::co_spawn(ex, handler(rt, std::move(socket)), connection_finished(rt, self, std::move(client_ip)));
+            // Two copies: the order in which co_spawn's arguments are
+            // evaluated is unspecified, so neither may move from the other.
+            auto connection = handler(rt, std::move(socket), client_ip);
+            asio::co_spawn(ex, std::move(connection), connection_finished(rt, self, std::move(client_ip)));
         }
     }
 

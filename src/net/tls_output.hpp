@@ -1,10 +1,10 @@
 #pragma once
 // The write side of a TlsSocket: OpenSSL writes each TLS record to a BIO, and
-// with a socket BIO every record costs a write() of its own (four per 64 KiB).
-// This BIO queues the records instead; the socket sends the queue with one
-// send() once OpenSSL is done (TlsSocket::flush_output), so a response head
-// and body, or a 64 KiB piece of a download, leave in one system call and one
-// loopback packet.
+// with a socket BIO every record costs a write() of its own. This BIO queues
+// the records instead, and TlsSocket sends the queue with one send() at the
+// end of a handshake flight or of a write (for a long write, every three
+// records: TlsSocket::send_batch_bytes), so a response head and body leave in
+// one system call and one loopback packet.
 #include "types.hpp"
 
 #include <openssl/bio.h>

@@ -7,8 +7,9 @@ namespace vaultgate::net {
 TlsSocket::TlsSocket(tcp::socket socket, ssl::context& ctx)
     : socket_(std::move(socket)), ssl_(SSL_new(ctx.native_handle())) {
     if (!ssl_) throw std::runtime_error("SSL_new failed");
-    // OpenSSL reads and writes the descriptor itself, so it must never block.
-    socket_.non_blocking(true);
+    // OpenSSL reads and writes the descriptor itself, so it must never block
+    // (accepted sockets are already: make_client_context).
+    if (!socket_.non_blocking()) socket_.non_blocking(true);
     const int fd = static_cast<int>(socket_.native_handle());
     out_->fd = fd;
     BIO* rbio = BIO_new_socket(fd, BIO_NOCLOSE);

