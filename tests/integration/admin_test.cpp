@@ -66,6 +66,9 @@ protected:
         EXPECT_EQ(ss.str().find(secret_b), std::string::npos);
     }
 
+    long gauge(const std::string& name);
+    std::pair<long, long> watch_block_cache_fill_and_drain(std::chrono::seconds limit);
+
     HttpResult api(const std::string& method, const std::string& path, const json& body = nullptr) {
         auto r = admin_request(proc_->admin_port(), method, path, admin_token, body.is_null() ? "" : body.dump());
         bodies_.push_back(r.head + r.body);
@@ -181,6 +184,30 @@ TEST_F(AdminTest, SessionTokenOnTheProxyInjectsTheVaultsSecret) {
     expect_no_secret_in_any_response();
 }
 
+// The value of a gauge in /metrics, -1 when it is missing.
+long AdminTest::gauge(const std::string& name) {
+    const std::string body = api("GET", "/metrics").body;
+    const std::string line_start = "\n" + name + " ";
+    const auto at = body.find(line_start);
+    return at == std::string::npos ? -1L : std::stol(body.substr(at + line_start.size()));
+}
+
+// Polls vaultgate_block_cache_bytes until it has been seen above zero and
+// then at zero again (blocks are held at least 0.5 s, then freed by the
+// once-a-second tick). Returns {highest seen, last seen}.
+std::pair<long, long> AdminTest::watch_block_cache_fill_and_drain(std::chrono::seconds limit) {
+    long seen_max = 0, last = -1;
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < deadline) {
+        last = gauge("vaultgate_block_cache_bytes");
+        if (last < 0) break;
+        seen_max = std::max(seen_max, last);
+        if (seen_max > 0 && last == 0) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return {seen_max, last};
+}
+
 TEST_F(AdminTest, BuffersKeptForNewConnectionsAreFreedOnceTheGatewayIsQuiet) {
     start();
     auto session = make_session(make_vault("team-a", secret_a));
@@ -191,23 +218,31 @@ TEST_F(AdminTest, BuffersKeptForNewConnectionsAreFreedOnceTheGatewayIsQuiet) {
         ASSERT_TRUE(r);
         EXPECT_EQ(r->status, 200);
     }  // closed: the proxy frees each connection's TLS buffers into its thread's cache
-    auto cached_bytes = [this] {
-        const std::string body = api("GET", "/metrics").body;
-        const std::string name = "\nvaultgate_block_cache_bytes ";
-        const auto at = body.find(name);
-        return at == std::string::npos ? -1L : std::stol(body.substr(at + name.size()));
-    };
-    // Held for at least 0.5 s after the close, freed by the once-a-second tick
-    // after that: the gauge is seen above zero, then back at zero.
-    long seen_max = 0, last = -1;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (std::chrono::steady_clock::now() < deadline) {
-        last = cached_bytes();
-        ASSERT_GE(last, 0) << "no vaultgate_block_cache_bytes in /metrics";
-        seen_max = std::max(seen_max, last);
-        if (seen_max > 0 && last == 0) break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    auto [seen_max, last] = watch_block_cache_fill_and_drain(std::chrono::seconds(10));
+    EXPECT_GT(seen_max, 0);
+    EXPECT_EQ(last, 0);
+}
+
+TEST_F(AdminTest, BuffersFreedByTheUpstreamPoolSweepAreFreedWithoutAnyClientActivity) {
+    config_path_ = dir_.write("vaultgate.yaml", config_yaml("limits:\n  upstream_idle_timeout: 3s\n"));
+    start();
+    auto session = make_session(make_vault("team-a", secret_a));
+    {
+        auto c = open_bound(session);
+        c->write(get_echo());
+        auto r = c->read_response();
+        ASSERT_TRUE(r);
+        EXPECT_EQ(r->status, 200);
     }
+    // The client's buffers come and go first; its upstream connection waits
+    // in the pool.
+    auto first = watch_block_cache_fill_and_drain(std::chrono::seconds(10));
+    ASSERT_EQ(first.second, 0);
+    EXPECT_EQ(gauge("vaultgate_upstream_pooled_connections"), 1);
+    // The sweep closes it 3 s after its last use, with nothing else going on:
+    // its SSL object and buffers are kept, then freed all the same.
+    auto [seen_max, last] = watch_block_cache_fill_and_drain(std::chrono::seconds(15));
+    EXPECT_EQ(gauge("vaultgate_upstream_pooled_connections"), 0);
     EXPECT_GT(seen_max, 0);
     EXPECT_EQ(last, 0);
 }
