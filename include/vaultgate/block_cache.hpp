@@ -42,6 +42,21 @@ void* allocate(std::size_t bytes);
 void release(void* block);
 void* reallocate(void* block, std::size_t bytes);
 
+// While one exists, this thread frees straight to free(): for memory that a
+// connection gives back because it went quiet (or a pooled connection that
+// expired), which no new connection is waiting for; keeping it would only
+// hold memory while the gateway idles.
+class FreeDirectly {
+public:
+    FreeDirectly();
+    ~FreeDirectly();
+    FreeDirectly(const FreeDirectly&) = delete;
+    FreeDirectly& operator=(const FreeDirectly&) = delete;
+
+private:
+    bool was_enabled_;
+};
+
 // Frees the blocks this thread has held since before `cutoff`.
 void trim(clock::time_point cutoff);
 

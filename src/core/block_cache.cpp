@@ -93,6 +93,9 @@ void disable_on_this_thread() {
     while (cache.count > 0) drop(cache.count - 1);
 }
 
+FreeDirectly::FreeDirectly() : was_enabled_(cache.enabled) { cache.enabled = false; }
+FreeDirectly::~FreeDirectly() { cache.enabled = was_enabled_; }
+
 void* allocate(std::size_t bytes) {
     if (cache.enabled && bytes >= min_block_bytes && cache.count > 0) {
         if (void* block = take_held(bytes)) return block;

@@ -13,6 +13,7 @@
 #include "session_auth.hpp"
 #include "tls_contexts.hpp"
 #include "upstream_pool.hpp"
+#include "vaultgate/block_cache.hpp"
 #include "vaultgate/diag_log.hpp"
 #include "vaultgate/inject.hpp"
 
@@ -404,6 +405,7 @@ void MitmSession::stop_lending() {
 // receive buffers and the write buffer (its upstream connection went back to
 // the pool already).
 void MitmSession::shed_idle_memory() {
+    block_cache::FreeDirectly not_for_new_connections;
     client_.release_buffers();
     std::string().swap(write_buffer_);
     client_buf_.release_if_empty();

@@ -1,5 +1,7 @@
 #include "upstream_pool.hpp"
 
+#include "vaultgate/block_cache.hpp"
+
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -81,6 +83,8 @@ void UpstreamPool::end_lending() {
 }
 
 void UpstreamPool::evict_expired() {
+    // What expires or sheds its buffers here has waited a linger at least.
+    block_cache::FreeDirectly not_for_new_connections;
     auto now = clock::now();
     std::size_t before = total_;
     std::size_t kept = 0;

@@ -105,6 +105,21 @@ TEST_F(BlockCacheTest, DisablingFreesEverythingAndLaterReleasesGoStraightToFree)
     enable_on_this_thread();
 }
 
+TEST_F(BlockCacheTest, WhileAFreeDirectlyExistsNothingIsKeptAndNothingReused) {
+    void* kept = allocate(16 * 1024);
+    release(kept);
+    ASSERT_EQ(stats().blocks, 1u);
+    {
+        FreeDirectly quiet;
+        void* other = allocate(16 * 1024);
+        EXPECT_NE(other, kept);   // the held block is not handed out
+        release(other);
+        EXPECT_EQ(stats().blocks, 1u);
+    }
+    release(allocate(32 * 1024));   // enabled again afterwards
+    EXPECT_EQ(stats().blocks, 2u);
+}
+
 TEST_F(BlockCacheTest, AThreadThatDidNotEnableItKeepsNothing) {
     Stats seen;
     std::thread other([&seen] {
