@@ -197,14 +197,13 @@ long AdminTest::gauge(const std::string& name) {
 // once-a-second tick). Returns {highest seen, last seen}.
 std::pair<long, long> AdminTest::watch_block_cache_fill_and_drain(std::chrono::seconds limit) {
     long seen_max = 0, last = -1;
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < deadline) {
-        last = gauge("vaultgate_block_cache_bytes");
-        if (last < 0) break;
-        seen_max = std::max(seen_max, last);
-        if (seen_max > 0 && last == 0) break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    eventually(
+        [&] {
+            last = gauge("vaultgate_block_cache_bytes");
+            seen_max = std::max(seen_max, last);
+            return last < 0 || (seen_max > 0 && last == 0);
+        },
+        static_cast<int>(std::chrono::milliseconds(limit).count()));
     return {seen_max, last};
 }
 

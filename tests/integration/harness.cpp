@@ -887,6 +887,28 @@ bool eventually(const std::function<bool()>& condition, int timeout_ms) {
     }
 }
 
+std::vector<std::unique_ptr<RawClient>> hold_sse_exchanges(RecordingUpstream& origin, std::size_t count,
+                                                           const std::function<std::unique_ptr<RawClient>()>& open,
+                                                           const std::string& request) {
+    std::vector<std::unique_ptr<RawClient>> clients;
+    for (std::size_t i = 0; i < count; ++i) {
+        clients.push_back(open());
+        clients.back()->write(request);
+    }
+    EXPECT_TRUE(eventually([&] { return origin.requests().size() == count; }));
+    EXPECT_EQ(origin.connections(), count);
+    return clients;
+}
+
+void finish_sse_exchanges(RecordingUpstream& origin, std::vector<std::unique_ptr<RawClient>>& clients) {
+    origin.release_sse();
+    for (auto& c : clients) {
+        auto r = c->read_response();
+        ASSERT_TRUE(r);
+        EXPECT_EQ(r->status, 200);
+    }
+}
+
 std::string base_config(const TempDir& dir, const TestPki& pki, std::uint16_t bound_port, std::uint16_t other_port,
                         const std::string& extra_service_yaml, const std::string& extra_policy_yaml) {
     auto secret_file = dir.write("secret.txt", std::string(test_secret) + "\n");

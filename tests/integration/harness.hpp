@@ -261,6 +261,16 @@ std::uint16_t free_port(const std::string& ip = "127.0.0.1");
 // (false): for outcomes that follow a request asynchronously.
 bool eventually(const std::function<bool()>& condition, int timeout_ms = 5000);
 
+// Opens `count` clients with `open` and sends each `request` for /sse, then
+// waits until the origin has all of them in flight, each on an upstream
+// connection of its own (it holds /sse open until release_sse()).
+std::vector<std::unique_ptr<RawClient>> hold_sse_exchanges(RecordingUpstream& origin, std::size_t count,
+                                                           const std::function<std::unique_ptr<RawClient>()>& open,
+                                                           const std::string& request);
+
+// Releases the held /sse responses and expects each client to get its 200.
+void finish_sse_exchanges(RecordingUpstream& origin, std::vector<std::unique_ptr<RawClient>>& clients);
+
 // A config with the proxy on port 0, the test PKI, a bound service for
 // api.bound.test on the upstream's port, and other.test allowed.
 std::string base_config(const TempDir& dir, const TestPki& pki, std::uint16_t bound_port, std::uint16_t other_port,

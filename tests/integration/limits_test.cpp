@@ -189,19 +189,9 @@ TEST_F(LimitsTest, PooledUpstreamConnectionsCountAgainstTheDescriptorBudget) {
     const std::string get = "GET /echo HTTP/1.1\r\nHost: " + bound_authority() + "\r\n";
     // Three exchanges in flight at once need three upstream connections (the
     // origin holds /sse open until released).
-    std::vector<std::unique_ptr<RawClient>> clients;
-    for (int i = 0; i < 3; ++i) {
-        clients.push_back(open_bound());
-        clients.back()->write("GET /sse HTTP/1.1\r\nHost: " + bound_authority() + "\r\n\r\n");
-    }
-    ASSERT_TRUE(eventually([&] { return bound_.requests().size() == 3; }));
-    EXPECT_EQ(bound_.connections(), 3u);
-    bound_.release_sse();
-    for (auto& c : clients) {
-        auto r = c->read_response();
-        ASSERT_TRUE(r);
-        EXPECT_EQ(r->status, 200);
-    }
+    auto clients = hold_sse_exchanges(bound_, 3, [this] { return open_bound(); },
+                                      "GET /sse HTTP/1.1\r\nHost: " + bound_authority() + "\r\n\r\n");
+    finish_sse_exchanges(bound_, clients);
     // Between requests each client lends its upstream connection to the pool.
     // The clients' own places in the budget cover them, so all three are
     // kept, although only two fit in the pooled quarter: every client's next

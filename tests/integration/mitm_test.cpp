@@ -391,19 +391,8 @@ TEST_F(MitmTest, ClientsOfASessionShareUpstreamConnectionsBetweenRequests) {
 // the other two, while every client stays connected.
 TEST_F(MitmTest, ThePoolKeepsAtMostSixteenIdleConnectionsPerSessionAndOrigin) {
     proxy_ = std::make_unique<ProxyUnderTest>(base_config(dir_, pki_, bound_.port(), other_.port()), 1);
-    std::vector<std::unique_ptr<RawClient>> clients;
-    for (int i = 0; i < 18; ++i) {
-        clients.push_back(open_bound());
-        clients.back()->write(get("/sse"));
-    }
-    ASSERT_TRUE(eventually([&] { return bound_.requests().size() == 18; }));
-    EXPECT_EQ(bound_.connections(), 18u);
-    bound_.release_sse();
-    for (auto& c : clients) {
-        auto r = c->read_response();
-        ASSERT_TRUE(r);
-        EXPECT_EQ(r->status, 200);
-    }
+    auto clients = hold_sse_exchanges(bound_, 18, [this] { return open_bound(); }, get("/sse"));
+    finish_sse_exchanges(bound_, clients);
     EXPECT_TRUE(eventually([&] { return bound_.connections_ended() == 2; }));
     // The sixteen kept serve the next requests: nothing new is dialed.
     for (auto& c : clients) EXPECT_EQ(status_of_get(*c, "/echo"), 200);
