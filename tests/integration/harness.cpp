@@ -545,6 +545,12 @@ void RawClient::close() {
     eof_ = true;
 }
 
+void RawClient::reset() {
+    boost::system::error_code ec;
+    socket_.set_option(asio::socket_base::linger(true, 0), ec);
+    close();
+}
+
 bool RawClient::closed_by_peer(int timeout_ms) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     while (!eof_ && std::chrono::steady_clock::now() < deadline) read_more(100);

@@ -175,6 +175,7 @@ public:
     bool closed_by_peer(int timeout_ms = 5000);
     std::string read_some(int timeout_ms = 5000);
     void close();
+    void reset();   // closes with a TCP reset (SO_LINGER 0), as a crashed client would
 
 private:
     std::size_t read_more(int timeout_ms);

@@ -501,6 +501,20 @@ TEST_F(MitmTest, LargeDownloadStreams) {
     EXPECT_EQ(r->body.size(), 3000000u);
 }
 
+TEST_F(MitmTest, AClientResetInTheMiddleOfADownloadEndsOnlyThatExchange) {
+    auto c = open_bound();
+    c->write(get("/big?n=50000000"));
+    ASSERT_FALSE(c->read_some().empty());   // the download is under way
+    c->reset();
+    // Writing to the reset client fails; the proxy closes the upstream
+    // connection with the rest of the body on it instead of pooling it.
+    EXPECT_TRUE(eventually([&] { return bound_.connections_ended() == 1; }, 10000));
+    // The next client of the session is served, on a new upstream connection.
+    auto next = open_bound();
+    EXPECT_EQ(status_of_get(*next, "/echo"), 200);
+    EXPECT_EQ(bound_.connections(), 2u);
+}
+
 TEST_F(MitmTest, ServerSentEventsArriveBeforeTheStreamEnds) {
     auto c = open_bound();
     c->write(get("/sse"));
