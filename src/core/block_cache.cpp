@@ -150,7 +150,9 @@ Stats stats() { return Stats{cache.count, cache.bytes, cache.reused}; }
 std::size_t bytes_held_by_all_threads() { return held_everywhere.load(std::memory_order_relaxed); }
 
 bool route_openssl_allocations() {
-    openssl_routed = CRYPTO_set_mem_functions(openssl_malloc, openssl_realloc, openssl_free) == 1;
+    // A second call would be refused (OpenSSL has allocated by then) but
+    // changes nothing: the first one's routing stays.
+    if (!openssl_routed) openssl_routed = CRYPTO_set_mem_functions(openssl_malloc, openssl_realloc, openssl_free) == 1;
     return openssl_routed;
 }
 

@@ -178,6 +178,8 @@ TEST_F(BlockCacheTest, AHeldBlockIsPoisonedSoAUseAfterReleaseIsReported) {
 
 TEST_F(BlockCacheTest, OpenSslObjectsComeFromTheCache) {
     ASSERT_TRUE(openssl_allocations_routed());
+    EXPECT_TRUE(route_openssl_allocations());   // again, long after OpenSSL's first allocation
+    EXPECT_TRUE(openssl_allocations_routed());
     SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
     ASSERT_NE(ctx, nullptr);
     // An SSL object is several KiB in OpenSSL 3.0 (8.6): freeing it leaves a
