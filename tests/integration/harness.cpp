@@ -206,6 +206,10 @@ void RecordingUpstream::serve(std::shared_ptr<tcp::socket> socket) {
         boost::system::error_code ec;
         stream.handshake(ssl::stream_base::server, ec);
         if (!ec) {
+            {
+                std::lock_guard lock(mutex_);
+                last_cipher_ = SSL_get_cipher_name(stream.native_handle());
+            }
             ++handshakes_;
             serve_stream(stream);
         }
@@ -213,6 +217,16 @@ void RecordingUpstream::serve(std::shared_ptr<tcp::socket> socket) {
     // Close like a real server does when it is done, so tunnels see the end.
     ::shutdown(socket->native_handle(), SHUT_RDWR);
     ++connections_ended_;
+}
+
+void RecordingUpstream::limit_to_tls12() {
+    SSL_CTX_set_max_proto_version(tls_.native_handle(), TLS1_2_VERSION);
+    SSL_CTX_clear_options(tls_.native_handle(), SSL_OP_CIPHER_SERVER_PREFERENCE);
+}
+
+std::string RecordingUpstream::last_cipher() const {
+    std::lock_guard lock(mutex_);
+    return last_cipher_;
 }
 
 template <class Stream>

@@ -91,6 +91,11 @@ public:
     // Connections whose serving ended: the peer closed, or a read failed.
     std::size_t connections_ended() const { return connections_ended_; }
     void release_sse();
+    // From now on, handshakes offer TLS 1.2 at most and take the client's
+    // first suite they support (nginx's defaults).
+    void limit_to_tls12();
+    // The suite of the last completed handshake ("" before any).
+    std::string last_cipher() const;
 
 private:
     void serve(std::shared_ptr<tcp::socket> socket);
@@ -112,6 +117,7 @@ private:
     std::string raw_;
     std::atomic<std::size_t> connections_{0};
     std::atomic<std::size_t> handshakes_{0};
+    std::string last_cipher_;
     std::atomic<std::size_t> connections_ended_{0};
     std::atomic<bool> stopping_{false};
     std::vector<std::shared_ptr<tcp::socket>> sockets_;
@@ -162,6 +168,10 @@ public:
     std::string connect(const std::string& authority, const std::string& extra_headers = "");
     // TLS handshake over the tunnel, checking the certificate against ca_file for `host`.
     bool start_tls(const std::string& ca_file, const std::string& host, std::string* error = nullptr);
+    // The client's TLS settings (versions, suites), before start_tls.
+    ssl::context& tls_context() { return tls_; }
+    // The connection's OpenSSL object once start_tls succeeded, else null.
+    SSL* tls_native() { return tls_stream_ ? tls_stream_->native_handle() : nullptr; }
     void write(const std::string& bytes);       // over TLS when started
     // Reads one HTTP response (head + body by Content-Length, chunked, or until close).
     struct Response {

@@ -123,6 +123,58 @@ TEST_F(MitmTest, AnIntermediateCaIsSentWithTheLeafSoAClientTrustingOnlyTheRootVe
     EXPECT_EQ(bound_.requests()[0].header_values("x-api-key"), std::vector<std::string>{test_secret});
 }
 
+// No session resumption (tls_contexts.cpp): a TLS 1.3 client gets no ticket.
+TEST_F(MitmTest, ATls13ClientGetsNoSessionTicket) {
+    auto c = open_bound();
+    EXPECT_EQ(status_of_get(*c, "/echo"), 200);   // a ticket would have come before the response
+    ASSERT_NE(c->tls_native(), nullptr);
+    EXPECT_STREQ(SSL_get_version(c->tls_native()), "TLSv1.3");
+    std::unique_ptr<SSL_SESSION, decltype(&SSL_SESSION_free)> session(SSL_get1_session(c->tls_native()),
+                                                                      SSL_SESSION_free);
+    ASSERT_TRUE(session);
+    EXPECT_FALSE(SSL_SESSION_is_resumable(session.get()));
+}
+
+// ...and a TLS 1.2 client that offers its last session (OpenSSL's own client,
+// reconnecting five times) gets a full handshake each time.
+TEST_F(MitmTest, ATls12ClientCannotResumeItsLastSession) {
+    // One I/O thread: each has its own TLS context, so with two a session
+    // offered to the other thread's would not resume whatever the settings.
+    proxy_ = std::make_unique<ProxyUnderTest>(base_config(dir_, pki_, bound_.port(), other_.port()), 1);
+    auto res = run_command({"openssl", "s_client", "-proxy", "127.0.0.1:" + std::to_string(proxy_->port()),
+                            "-connect", bound_authority(), "-servername", "api.bound.test", "-tls1_2", "-reconnect",
+                            "-CAfile", pki_.proxy_ca_cert, "-verify_return_error"});
+    ASSERT_EQ(res.exit_code, 0) << res.err;
+    auto count = [&](const std::string& needle) {
+        std::size_t n = 0;
+        for (auto at = res.out.find(needle); at != std::string::npos; at = res.out.find(needle, at + 1)) ++n;
+        return n;
+    };
+    EXPECT_EQ(count("\nNew, TLSv1.2"), 6u) << res.out;
+    EXPECT_EQ(count("\nReused, "), 0u);
+}
+
+// Both sides prefer AES-128-GCM: vaultgate's choice for TLS 1.2 clients...
+TEST_F(MitmTest, ATls12ClientThatListsAes256FirstGetsAes128) {
+    RawClient c(proxy_->port());
+    SSL_CTX* client = c.tls_context().native_handle();
+    SSL_CTX_set_max_proto_version(client, TLS1_2_VERSION);
+    ASSERT_EQ(SSL_CTX_set_cipher_list(client, "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-ECDSA-AES128-GCM-SHA256"), 1);
+    ASSERT_EQ(c.connect(bound_authority()).rfind("HTTP/1.1 200", 0), 0u);
+    std::string err;
+    ASSERT_TRUE(c.start_tls(pki_.proxy_ca_cert, "api.bound.test", &err)) << err;
+    EXPECT_STREQ(SSL_get_cipher_name(c.tls_native()), "ECDHE-ECDSA-AES128-GCM-SHA256");
+    EXPECT_EQ(status_of_get(c, "/echo"), 200);
+}
+
+// ...and its first offer to a TLS 1.2 origin that takes the client's order, as nginx does.
+TEST_F(MitmTest, ATls12OriginThatFollowsTheClientsOrderIsAskedForAes128First) {
+    bound_.limit_to_tls12();
+    auto c = open_bound();
+    EXPECT_EQ(status_of_get(*c, "/echo"), 200);
+    EXPECT_EQ(bound_.last_cipher(), "ECDHE-ECDSA-AES128-GCM-SHA256");
+}
+
 TEST_F(MitmTest, CurlThroughTheProxyGetsTheKeyInjected) {
     auto res = run_command({"curl", "-sS", "--max-time", "20", "--proxy",
                             "http://127.0.0.1:" + std::to_string(proxy_->port()), "--cacert", pki_.proxy_ca_cert,
