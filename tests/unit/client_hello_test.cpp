@@ -56,7 +56,9 @@ TEST(ClientHello, CorruptedLengthsAreMalformedNotOverread) {
         auto bad = hello;
         bad[i] = static_cast<char>(bad[i] ^ 0xff);
         auto r = read_client_hello(bad);
-        if (r.status == HelloStatus::ok) EXPECT_FALSE(r.server_name.empty());
+        if (r.status == HelloStatus::ok) {
+            EXPECT_FALSE(r.server_name.empty());
+        }
     }
     auto split = hello;
     split[3] = 0;
