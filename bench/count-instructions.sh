@@ -21,15 +21,25 @@ VG=${3:-$HERE/../build-release/vaultgate}
 for f in "$W/nginx.conf" "$W/vg/vaultgate.yaml" "$W/loadgen" "$W/client-trust.pem"; do
   [ -e "$f" ] || { echo "$f missing: pass a directory kept by bench/run.sh --keep" >&2; exit 2; }
 done
-command -v valgrind >/dev/null || { echo "needs valgrind (apt-get install -y valgrind)" >&2; exit 2; }
+for t in valgrind callgrind_control callgrind_annotate nginx ss; do
+  command -v $t >/dev/null || { echo "needs $t (apt-get install -y valgrind nginx iproute2)" >&2; exit 2; }
+done
+[ -x "$VG" ] || { echo "$VG: not an executable (build it: ninja -C build-release vaultgate)" >&2; exit 2; }
 
 PROXY_PORT=$(sed -n 's/^ *proxy: *127\.0\.0\.1:\([0-9]*\).*/\1/p' "$W/vg/vaultgate.yaml" | head -1)
 UP_PORT=$(sed -n 's/.*listen 127\.0\.0\.1:\([0-9]*\) ssl.*/\1/p' "$W/nginx.conf" | head -1)
 [ -n "$PROXY_PORT" ] && [ -n "$UP_PORT" ] || { echo "cannot read the ports from $W" >&2; exit 2; }
+listening() { ss -Htln | grep -q ":$1 " || return 1; }
+for port in "$PROXY_PORT" "$UP_PORT"; do
+  if listening "$port"; then echo "port $port is in use (a bench/run.sh still running?)" >&2; exit 2; fi
+done
 OUT=$(mktemp -d /tmp/vaultgate-callgrind.XXXXXX)
 
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill -- -"$p" 2>/dev/null || true; done; }
+cleanup() {
+  for p in "${pids[@]}"; do kill -- -"$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do while kill -0 "$p" 2>/dev/null; do sleep 0.1; done; done
+}
 trap cleanup EXIT
 
 setsid nginx -p "$W" -c "$W/nginx.conf" -e "$W/nginx.err" -g 'daemon off;' >> "$W/nginx.log" 2>&1 &
@@ -37,8 +47,10 @@ pids+=($!)
 BENCH_SECRET=sk-bench-REAL-secret setsid valgrind --tool=callgrind --callgrind-out-file="$OUT/callgrind.out" \
   "$VG" serve --config "$W/vg/vaultgate.yaml" > "$OUT/serve.log" 2>&1 &
 VGPID=$!; pids+=($VGPID)
-for _ in $(seq 300); do ss -Htln | grep -q ":$PROXY_PORT " && break; sleep 0.2; done
-ss -Htln | grep -q ":$PROXY_PORT " || { echo "vaultgate did not start; see $OUT/serve.log" >&2; exit 1; }
+for _ in $(seq 300); do listening "$PROXY_PORT" && break; sleep 0.2; done
+if ! listening "$PROXY_PORT" || ! kill -0 "$VGPID" 2>/dev/null; then
+  echo "vaultgate did not start; see $OUT/serve.log" >&2; exit 1
+fi
 
 fresh() {
   "$W/loadgen" --cacert "$W/client-trust.pem" --proxy "http://127.0.0.1:$PROXY_PORT" \
@@ -46,16 +58,21 @@ fresh() {
     --expect sk-bench-REAL-secret --connections 4 --requests "$1" --fresh
 }
 # Warm-up: the leaf certificate is minted and the upstream pool filled before counting.
-fresh 40 > /dev/null
-callgrind_control --zero "$VGPID" > /dev/null 2>&1
-fresh "$N" > "$OUT/loadgen.json"
-callgrind_control --dump "$VGPID" > /dev/null 2>&1
+fresh 40 > /dev/null || { echo "the warm-up failed; see $OUT/serve.log" >&2; exit 1; }
+callgrind_control --zero "$VGPID" > "$OUT/control.log" 2>&1 || { echo "callgrind_control failed: $(cat "$OUT/control.log")" >&2; exit 1; }
+fresh "$N" > "$OUT/loadgen.json" || true
+callgrind_control --dump "$VGPID" >> "$OUT/control.log" 2>&1 || { echo "callgrind_control failed: $(cat "$OUT/control.log")" >&2; exit 1; }
 grep -q "\"ok\":$N,\"errors\":0" "$OUT/loadgen.json" || { echo "not every request succeeded: $(cat "$OUT/loadgen.json")" >&2; exit 1; }
 
 DUMP=$OUT/callgrind.out.1
-TOTAL=$(callgrind_annotate "$DUMP" 2>/dev/null | sed -n 's/^ *\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' | tr -d ,)
+[ -s "$DUMP" ] || { echo "no profile was dumped ($DUMP)" >&2; exit 1; }
+# The dump's own summary line ("summary: <Ir>"), a stable part of the format.
+TOTAL=$(sed -n 's/^summary: *\([0-9]*\).*/\1/p' "$DUMP" | head -1)
+[[ $TOTAL =~ ^[0-9]+$ ]] || { echo "no summary line in $DUMP" >&2; exit 1; }
 echo "instructions per connection: $((TOTAL / N))   ($N connections; profile: $DUMP)"
-callgrind_annotate --inclusive=yes "$DUMP" 2>/dev/null |
-  grep -v -e 'PROGRAM TOTALS' -e 'clone.S:clone' -e 'pthread_create.c' |
-  awk -v n="$N" '/^ *[0-9,]+ \(/ { v = $1; gsub(",", "", v); $1 = ""; $2 = "";
-                  printf "%10d  %s\n", v / n, substr($0, 1, 140); if (++shown == 30) exit }'
+# The costliest functions, inclusive, per connection (awk reads to the end, so
+# no part of the pipe is cut short).
+callgrind_annotate --inclusive=yes "$DUMP" > "$OUT/annotate.txt" 2>&1 || true
+grep -v -e 'PROGRAM TOTALS' -e 'clone.S:clone' -e 'pthread_create.c' "$OUT/annotate.txt" |
+  awk -v n="$N" '/^ *[0-9][0-9,]* / && shown < 30 { v = $1; gsub(",", "", v); $1 = ""; sub(/^ *\([^)]*\)/, "");
+                  printf "%10d %s\n", v / n, substr($0, 1, 140); ++shown }' || true

@@ -1,6 +1,6 @@
 #pragma once
 // Reads the server name (SNI) from the first bytes of a TLS connection without
-// consuming them, for transparent mode. Pure function; fuzzed.
+// consuming them, for transparent mode. Pure functions; read_client_hello is fuzzed.
 #include <string>
 #include <string_view>
 
@@ -22,5 +22,10 @@ struct HelloResult {
 // `bytes` is what has arrived so far. A ClientHello must fit in the first TLS
 // record (16 KiB), which every mainstream client does.
 HelloResult read_client_hello(std::string_view bytes);
+
+// Whether the body of a ClientHello's supported_versions extension (RFC 8446
+// 4.2.1: a one-byte length, then two-byte versions) lists TLS 1.3. A
+// malformed body lists nothing.
+bool lists_tls13(std::string_view supported_versions);
 
 }  // namespace vaultgate

@@ -105,4 +105,13 @@ HelloResult read_client_hello(std::string_view bytes) {
     return r;
 }
 
+bool lists_tls13(std::string_view supported_versions) {
+    if (supported_versions.empty()) return false;
+    const std::size_t list_bytes = static_cast<unsigned char>(supported_versions[0]);
+    if (list_bytes % 2 != 0 || list_bytes + 1 != supported_versions.size()) return false;
+    for (std::size_t i = 1; i < supported_versions.size(); i += 2)
+        if (supported_versions[i] == '\x03' && supported_versions[i + 1] == '\x04') return true;
+    return false;
+}
+
 }  // namespace vaultgate

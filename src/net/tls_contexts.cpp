@@ -1,5 +1,7 @@
 #include "tls_contexts.hpp"
 
+#include "vaultgate/client_hello.hpp"
+
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
@@ -46,6 +48,17 @@ void prefer_aes128(SSL_CTX* native) {
         throw std::runtime_error("TLS: OpenSSL rejected vaultgate's cipher preferences");
 }
 
+// Runs first thing in every client-facing handshake. A client that does not
+// list TLS 1.3 will speak TLS 1.2: no ticket for it, and none accepted from it.
+int offer_tickets_to_tls13_only(SSL* ssl, int*, void*) {
+    const unsigned char* versions = nullptr;
+    std::size_t length = 0;
+    if (SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_supported_versions, &versions, &length) != 1 ||
+        !lists_tls13(std::string_view(reinterpret_cast<const char*>(versions), length)))
+        SSL_set_options(ssl, SSL_OP_NO_TICKET);
+    return SSL_CLIENT_HELLO_SUCCESS;
+}
+
 }  // namespace
 
 void configure_upstream_context(ssl::context& ctx, const std::string& ca_file) {
@@ -78,16 +91,18 @@ void configure_client_facing_context(ssl::context& ctx) {
     // an intermediate (use_leaf).
     SSL_CTX_set_mode(native, SSL_MODE_NO_AUTO_CHAIN);
     SSL_CTX_set_default_read_buffer_len(native, record_read_buffer_bytes);
-    // No session resumption, for TLS 1.2 or 1.3: no tickets, no session cache.
-    // A stateless ticket is sealed with a key that lives as long as the
-    // process, so whoever reads that key can decrypt every connection that
-    // resumed with it (why hardening guides turn tickets off), and in OpenSSL
-    // 3.0 minting one costs about 6% of a handshake that most clients never
-    // repay: curl, Go and Python open a connection without the last one's
-    // session. The cache would hold up to 20 480 sessions of TLS 1.2 clients.
-    SSL_CTX_set_options(native, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_TICKET);
-    SSL_CTX_set_num_tickets(native, 0);
+    // Resumption for TLS 1.3 clients only, with one stateless ticket (a client
+    // that resumes needs one; minting it costs about 6% of a handshake). A TLS
+    // 1.3 resumption runs a fresh key exchange (without SSL_OP_ALLOW_NO_DHE_KEX
+    // OpenSSL accepts no PSK alone), so the ticket key, which lives as long as
+    // the process, cannot open a recorded connection. A TLS 1.2 resumption has
+    // no such exchange: TLS 1.2 clients get no ticket (offer_tickets_to_tls13_only).
+    // No session cache either: it would hold up to 20 480 sessions, and tickets
+    // need none.
+    SSL_CTX_set_options(native, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+    SSL_CTX_set_num_tickets(native, 1);
     SSL_CTX_set_session_cache_mode(native, SSL_SESS_CACHE_OFF);
+    SSL_CTX_set_client_hello_cb(native, offer_tickets_to_tls13_only, nullptr);
     SSL_CTX_set_alpn_select_cb(native, select_http11, nullptr);
     // The server's choice (SSL_OP_CIPHER_SERVER_PREFERENCE above): AES-128-GCM first.
     prefer_aes128(native);

@@ -221,7 +221,6 @@ void RecordingUpstream::serve(std::shared_ptr<tcp::socket> socket) {
 
 void RecordingUpstream::limit_to_tls12() {
     SSL_CTX_set_max_proto_version(tls_.native_handle(), TLS1_2_VERSION);
-    SSL_CTX_clear_options(tls_.native_handle(), SSL_OP_CIPHER_SERVER_PREFERENCE);
 }
 
 std::string RecordingUpstream::last_cipher() const {

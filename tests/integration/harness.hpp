@@ -91,8 +91,8 @@ public:
     // Connections whose serving ended: the peer closed, or a read failed.
     std::size_t connections_ended() const { return connections_ended_; }
     void release_sse();
-    // From now on, handshakes offer TLS 1.2 at most and take the client's
-    // first suite they support (nginx's defaults).
+    // Handshakes offer TLS 1.2 at most (and, as by default, take the client's
+    // first suite they support, as nginx does). Call before the first connection.
     void limit_to_tls12();
     // The suite of the last completed handshake ("" before any).
     std::string last_cipher() const;

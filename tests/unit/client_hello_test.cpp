@@ -154,5 +154,25 @@ TEST(ClientHello, OtherExtensionsAloneMeanNoServerName) {
     EXPECT_EQ(read_client_hello(build_hello(p)).status, HelloStatus::no_sni);
 }
 
+TEST(SupportedVersionsTest, ListsTls13WhereverItIsInTheList) {
+    EXPECT_TRUE(lists_tls13(std::string("\x02\x03\x04", 3)));
+    EXPECT_TRUE(lists_tls13(std::string("\x04\x03\x03\x03\x04", 5)));
+    EXPECT_TRUE(lists_tls13(std::string("\x06\x7a\x7a\x03\x04\x03\x03", 7)));   // after a GREASE value
+}
+
+TEST(SupportedVersionsTest, AListWithoutTls13ListsNothingNewer) {
+    EXPECT_FALSE(lists_tls13(std::string("\x02\x03\x03", 3)));
+    EXPECT_FALSE(lists_tls13(std::string("\x04\x03\x03\x03\x02", 5)));
+}
+
+TEST(SupportedVersionsTest, AMalformedBodyListsNothing) {
+    EXPECT_FALSE(lists_tls13(""));
+    EXPECT_FALSE(lists_tls13(std::string("\x00", 1)));
+    EXPECT_FALSE(lists_tls13(std::string("\x03\x03\x04\x03", 4)));    // odd length
+    EXPECT_FALSE(lists_tls13(std::string("\x04\x03\x04", 3)));        // shorter than it says
+    EXPECT_FALSE(lists_tls13(std::string("\x02\x03\x04\x03\x04", 5))); // longer than it says
+    EXPECT_FALSE(lists_tls13(std::string("\x01\x03", 2)));
+}
+
 }  // namespace
 }  // namespace vaultgate
