@@ -18,6 +18,11 @@ namespace vaultgate {
 //   - the raw bytes;
 //   - standard base64 (RFC 4648 section 4), with and without '=' padding;
 //   - URL-safe base64 (section 5), with and without padding;
+//   - inside a larger base64 text (either alphabet), where the secret may start
+//     0, 1 or 2 bytes into a 3-byte group: for each alignment, the characters
+//     only the secret's bytes determine (the ones just before and after mix in
+//     its neighbours' bits and are left), when there are at least 8 of them;
+//     also with "\/";
 //   - the percent-encoding of every byte outside RFC 3986 "unreserved", once
 //     with upper-case and once with lower-case hex digits;
 //   - the forms JSON encoders write inside a string by default: '"' and '\'
@@ -30,8 +35,9 @@ namespace vaultgate {
 //
 // Not covered: mixed-case hex in one percent-encoded copy, '+' for space
 // (form encoding), HTML entities, other combinations of those JSON styles,
-// base64 of the secret embedded at a non-multiple-of-3 offset inside a larger
-// base64 text, and compressed bodies (the proxy refuses those instead).
+// the base64 of a secret of 6 bytes or fewer inside a larger base64 text (too
+// few characters are its own at some alignment), and compressed bodies (the
+// proxy refuses those instead).
 //
 // There is no minimum length: a very short secret is still redacted, but then
 // innocent text that happens to contain those bytes is replaced too (a 1-byte

@@ -81,6 +81,25 @@ void wipe_vector(std::vector<T>& v) noexcept {
     v.clear();
 }
 
+// Shorter cores would match ordinary base64 text too often.
+constexpr std::size_t min_embedded_base64_chars = 8;
+
+// The characters of any base64 text that carries `raw` starting `offset` bytes
+// (0, 1 or 2) into a 3-byte group that only raw's own bytes determine, so they
+// are the same whatever surrounds it: character j covers bits [6j, 6j + 6) of
+// the encoded bytes, and raw holds bits [8 * offset, 8 * (offset + size)).
+std::string embedded_base64_core(std::string_view raw, std::size_t offset, Base64Alphabet alphabet) {
+    std::string aligned(offset, '\0');
+    aligned.append(raw);
+    std::string encoded = base64_encode(aligned, alphabet, false);
+    wipe_string(aligned);
+    const std::size_t first = (8 * offset + 5) / 6;
+    const std::size_t end = 8 * (offset + raw.size()) / 6;
+    std::string core = end > first ? encoded.substr(first, end - first) : std::string();
+    wipe_string(encoded);
+    return core;
+}
+
 }  // namespace
 
 struct RedactionPatterns::Hit {
@@ -100,7 +119,7 @@ RedactionPatterns::RedactionPatterns(const std::vector<Secret>& secrets, std::st
     // strings and leave their bytes in the freed buffer. add_form refuses
     // rather than grow, so a form added below without raising this count fails
     // loudly in the tests instead of leaving copies.
-    constexpr std::size_t max_forms_per_secret = 17;
+    constexpr std::size_t max_forms_per_secret = 26;
     forms.reserve(secrets.size() * max_forms_per_secret);
     auto add_form = [&](std::string form) {
         if (forms.size() == forms.capacity()) {
@@ -138,6 +157,20 @@ RedactionPatterns::RedactionPatterns(const std::vector<Secret>& secrets, std::st
         }
         add_json_form(forms[first + 1], slash, false);  // padded standard base64
         add_json_form(forms[first + 2], slash, false);  // unpadded standard base64
+        // Inside a larger base64 text (a JSON document or a request dump encoded
+        // whole): what the secret's own bytes determine, at each of the three
+        // alignments it can have there.
+        for (std::size_t offset = 0; offset < 3; ++offset) {
+            for (const auto alphabet : {Base64Alphabet::standard, Base64Alphabet::url}) {
+                std::string core = embedded_base64_core(raw, offset, alphabet);
+                if (core.size() < min_embedded_base64_chars) {
+                    wipe_string(core);
+                    continue;
+                }
+                if (alphabet == Base64Alphabet::standard) add_json_form(core, slash, false);
+                add_form(std::move(core));
+            }
+        }
     }
     // Sorting groups the needles by first byte, which check_at() relies on;
     // duplicates (secrets with nothing to escape, or listed twice) would only

@@ -44,6 +44,15 @@ const std::vector<Form>& live_key_forms() {
         {"json go upper-case hex", "sk-live-4f9A\\u003Eb?c~d_e.Z"},
         {"json php base64", "c2stbGl2ZS00ZjlBPmI\\/Y35kX2UuWg=="},
         {"json php base64 unpadded", "c2stbGl2ZS00ZjlBPmI\\/Y35kX2UuWg"},
+        // Inside a larger base64 text, at each alignment: the characters only
+        // the key's bytes determine.
+        {"inside base64", "c2stbGl2ZS00ZjlBPmI/Y35kX2UuW"},
+        {"inside base64url", "c2stbGl2ZS00ZjlBPmI_Y35kX2UuW"},
+        {"json php inside base64", "c2stbGl2ZS00ZjlBPmI\\/Y35kX2UuW"},
+        {"inside base64, one byte in", "NrLWxpdmUtNGY5QT5iP2N+ZF9lLl"},
+        {"inside base64url, one byte in", "NrLWxpdmUtNGY5QT5iP2N-ZF9lLl"},
+        {"inside base64, two bytes in", "zay1saXZlLTRmOUE+Yj9jfmRfZS5a"},
+        {"inside base64url, two bytes in", "zay1saXZlLTRmOUE-Yj9jfmRfZS5a"},
     };
     return forms;
 }
@@ -133,35 +142,65 @@ TEST(Redactor, CoincidingFormsAreKeptOnce) {
         std::size_t needles;
     };
     const std::vector<Case> cases = {
-        {live_key, 11},
-        // Nothing to percent-encode, base64 has no '+' or '/': raw, padded, unpadded.
-        {"tok_0123456789abcdef", 3},
-        // 30 bytes: no padding either, so raw and one base64 form.
-        {"sk-test-abcdef0123456789ABCDEF", 2},
+        {live_key, 18},
+        // Nothing to percent-encode, base64 has no '+' or '/': raw, padded,
+        // unpadded, and the three inside-base64 cores.
+        {"tok_0123456789abcdef", 6},
+        // 30 bytes: no padding either, so raw and one base64 form, which is also
+        // the aligned core; the other two cores.
+        {"sk-test-abcdef0123456789ABCDEF", 4},
     };
     for (const auto& c : cases) {
         SCOPED_TRACE(c.secret);
         EXPECT_EQ(Redactor(Secret(c.secret), placeholder).needle_count(), c.needles);
     }
-    EXPECT_EQ(Redactor({Secret(live_key), Secret(live_key)}, placeholder).needle_count(), 11u);
+    EXPECT_EQ(Redactor({Secret(live_key), Secret(live_key)}, placeholder).needle_count(), 18u);
 }
 
 // A secret that is not UTF-8 has no JSON form (no encoder of text writes
-// one): only the seven byte-level forms, and no exception.
+// one): only the seven byte-level forms and its base64 inside larger base64
+// (which is text), and no exception.
 TEST(Redactor, ASecretThatIsNotUtf8HasNoJsonForms) {
-    // Its seven byte-level forms all differ; as text it would also have a
-    // "\/" and a \u003e form.
+    // Its seven byte-level forms all differ, and so do its six inside-base64
+    // cores; two of those hold '/', so they have a "\/" form too. As text the
+    // secret itself would also have a "\/" and a \u003e form.
     const Redactor r(Secret("x\xff>-raw/ke"), placeholder);
-    EXPECT_EQ(r.needle_count(), 7u);
+    EXPECT_EQ(r.needle_count(), 15u);
     EXPECT_EQ(r.redact_all("a x\xff>-raw/ke b"), "a " + placeholder + " b");
 }
 
 // A secret for which every form differs: the most forms one secret has (the
-// count the Redactor reserves room for), all kept.
-TEST(Redactor, ASecretWithEveryKindOfByteHasAllSeventeenForms) {
-    const Redactor r(Secret("aa?\"/<\xc3\xa9"), placeholder);
-    EXPECT_EQ(r.needle_count(), 17u);
-    EXPECT_EQ(r.redact_all("x YWE\\/Ii88w6k= y"), "x " + placeholder + " y");  // PHP-escaped base64
+// count the Redactor reserves room for), all kept. Each of its three
+// inside-base64 cores holds a '/', so each also has a "\/" form.
+TEST(Redactor, ASecretWithEveryKindOfByteHasAllTwentySixForms) {
+    const Redactor r(Secret("aa?\"/<\xc3\xa9n??td"), placeholder);
+    EXPECT_EQ(r.needle_count(), 26u);
+    EXPECT_EQ(r.redact_all("x YWE\\/Ii88w6luPz90ZA== y"), "x " + placeholder + " y");  // PHP-escaped base64
+    EXPECT_EQ(r.redact_all("x FhPyIvPMOpbj8\\/dG y"), "x " + placeholder + " y");      // ...inside base64
+}
+
+// Base64 of a larger text that holds the key (a JSON document encoded whole),
+// at each of the three alignments the key can have in it, in both alphabets:
+// the characters only the key determines are replaced, the ones it shares with
+// its neighbours stay. (Before the inside-base64 cores, all six passed
+// unchanged: even the aligned one, since the last character of the key's own
+// base64 also depends on the byte after it.)
+TEST(Redactor, Base64OfATextThatHoldsTheKeyIsRedactedAtEveryAlignment) {
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"e3NrLWxpdmUtNGY5QT5iP2N+ZF9lLloifQ==", "e3" + placeholder + "oifQ=="},      // {"<key>"}... one byte in
+        {"e3NrLWxpdmUtNGY5QT5iP2N-ZF9lLloifQ==", "e3" + placeholder + "oifQ=="},
+        {"eyJzay1saXZlLTRmOUE+Yj9jfmRfZS5aIn0=", "eyJ" + placeholder + "In0="},       // two bytes in
+        {"eyJzay1saXZlLTRmOUE-Yj9jfmRfZS5aIn0=", "eyJ" + placeholder + "In0="},
+        {"eyJrc2stbGl2ZS00ZjlBPmI/Y35kX2UuWiJ9", "eyJr" + placeholder + "iJ9"},        // aligned
+        {"eyJrc2stbGl2ZS00ZjlBPmI_Y35kX2UuWiJ9", "eyJr" + placeholder + "iJ9"},
+    };
+    for (const auto& [body, expected] : cases) {
+        SCOPED_TRACE(body);
+        Redactor r = live_redactor();
+        EXPECT_EQ(stream(r, {body}), expected);
+        Redactor bytewise = live_redactor();
+        EXPECT_EQ(stream_bytewise(bytewise, body), expected);
+    }
 }
 
 // What common JSON encoders make of a secret inside a string, spelled out.
