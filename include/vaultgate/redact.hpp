@@ -36,8 +36,11 @@ namespace vaultgate {
 // Not covered: mixed-case hex in one percent-encoded copy, '+' for space
 // (form encoding), HTML entities, other combinations of those JSON styles,
 // the base64 of a secret of 6 bytes or fewer inside a larger base64 text (too
-// few characters are its own at some alignment), and compressed bodies (the
-// proxy refuses those instead).
+// few characters are its own at some alignment), base64 wrapped into lines
+// (MIME, PEM) with a line break inside the secret's characters, the base64 of
+// another form (a base64-encoded request dump holds a basic-auth secret as
+// base64 of its base64, a query-injected one percent-encoded), and compressed
+// bodies (the proxy refuses those instead).
 //
 // There is no minimum length: a very short secret is still redacted, but then
 // innocent text that happens to contain those bytes is replaced too (a 1-byte

@@ -169,6 +169,7 @@ RedactionPatterns::RedactionPatterns(const std::vector<Secret>& secrets, std::st
                 }
                 if (alphabet == Base64Alphabet::standard) add_json_form(core, slash, false);
                 add_form(std::move(core));
+                wipe_string(core);  // a short string is copied, not moved: its bytes stay here
             }
         }
     }

@@ -149,6 +149,11 @@ TEST(Redactor, CoincidingFormsAreKeptOnce) {
         // 30 bytes: no padding either, so raw and one base64 form, which is also
         // the aligned core; the other two cores.
         {"sk-test-abcdef0123456789ABCDEF", 4},
+        // 6 bytes: raw and one base64 form. Its cores inside base64 have 8, 7
+        // and 7 characters: the 8 are that base64 form, the others too short.
+        {"tok_ab", 2},
+        // 7 bytes: raw, padded and unpadded base64, and cores of 9, 8 and 9.
+        {"tok_abc", 6},
     };
     for (const auto& c : cases) {
         SCOPED_TRACE(c.secret);
