@@ -160,11 +160,14 @@ TEST_F(BlockCacheTest, ReallocateKeepsTheContentAndMovesOnlyWhenItMust) {
 }
 
 TEST_F(BlockCacheTest, ReallocateOfSmallBlocksIsPlainRealloc) {
+    const auto before = stats();
     auto* p = static_cast<char*>(reallocate(nullptr, 100));
     std::memset(p, 'z', 100);
     p = static_cast<char*>(reallocate(p, 1000));
     EXPECT_EQ(std::string(p, 100), std::string(100, 'z'));
     release(p);
+    EXPECT_EQ(stats().blocks, before.blocks);   // nothing kept
+    EXPECT_EQ(stats().reused, before.reused);   // nothing taken
 }
 
 #if defined(__SANITIZE_ADDRESS__)
