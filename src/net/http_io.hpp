@@ -35,7 +35,6 @@ template <class Stream>
 concept TriesFirst = requires(Stream& s, char* p, std::size_t n, error_code& ec) {
     { s.try_read_some(p, n, ec) } -> std::same_as<std::size_t>;
     { s.try_write_some(p, n, ec) } -> std::same_as<std::size_t>;
-    { s.has_pending_output() } -> std::same_as<bool>;
     { s.try_flush(ec) } -> std::same_as<bool>;
 };
 
@@ -111,7 +110,6 @@ awaitable<error_code> write_all(Stream& stream, std::string_view data, Watchdog&
             data.remove_prefix(n);
         }
         if (data.empty()) {
-            if (!stream.has_pending_output()) co_return error_code{};
             error_code flush_error;
             if (stream.try_flush(flush_error)) co_return error_code{};
             if (flush_error != asio::error::would_block) co_return flush_error;

@@ -69,12 +69,8 @@ public:
         if (out_->empty()) std::string().swap(out_->bytes);
     }
 
-    // Records accepted by a write but not yet on the socket (it was full, or
-    // try_write_some left them for try_flush).
-    bool has_pending_output() const { return !out_->empty(); }
-
-    // Sends the queued records if the socket takes them all now; would_block
-    // if it does not (the rest stays queued).
+    // Sends the queued records if the socket takes them all now (true at once
+    // when none are queued); would_block if it does not (the rest stays queued).
     bool try_flush(error_code& ec) { return out_->flush(ec); }
 
     // Completes once every queued record is on the socket. For just after
