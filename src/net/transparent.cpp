@@ -60,6 +60,9 @@ awaitable<HelloResult> peek_client_hello(tcp::socket& socket, Watchdog& watchdog
         auto [ec] = co_await socket.async_wait(tcp::socket::wait_read, use_tuple);
         if (ec || watchdog.expired()) co_return HelloResult{HelloStatus::malformed, {}};
         ssize_t n = ::recv(socket.native_handle(), buf.data(), buf.size(), MSG_PEEK);
+        // The socket is non-blocking (make_client_context): a wake-up with
+        // nothing to read after all is waited out, not taken for a bad hello.
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
         if (n <= 0) co_return HelloResult{HelloStatus::malformed, {}};
         auto r = read_client_hello(std::string_view(buf.data(), static_cast<std::size_t>(n)));
         if (r.status != HelloStatus::incomplete) co_return r;
