@@ -1,6 +1,8 @@
 #pragma once
-// Reads the server name (SNI) from the first bytes of a TLS connection without
-// consuming them, for transparent mode. Pure functions; read_client_hello is fuzzed.
+// ClientHello readers. read_client_hello takes the server name (SNI) from the
+// first bytes of a TLS connection without consuming them, for transparent mode;
+// lists_tls13 reads one extension, in every client-facing handshake. Pure
+// functions, both fuzzed.
 #include <string>
 #include <string_view>
 

@@ -187,7 +187,7 @@ int serve(const Args& args) {
             // system, so a burst of connections does not leave the RSS high.
             const Metrics& metrics = server->metrics();
             // Blocks kept for new connections are freed once unused for
-            // 0.5 s, whatever freed them (closed clients, or pooled upstream
+            // 0.5 s (so 0.5-1.5 s after, on this 1 s tick), whatever freed them (closed clients, or pooled upstream
             // connections the sweep closed with no client activity at all).
             if (block_cache::bytes_held_by_all_threads() > 0) server->release_idle_blocks();
             if (trim.due(metrics.connections_total(), metrics.active_connections(), metrics.requests_total()))

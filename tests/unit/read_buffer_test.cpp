@@ -124,7 +124,6 @@ TEST(ReadBufferTest, AFailedAllocationThrowsBadAllocAndLeavesTheBufferAsItWas) {
     std::size_t room = 0;
     EXPECT_THROW(buffer.prepare(room), std::bad_alloc);
     EXPECT_TRUE(buffer.empty());
-    EXPECT_EQ(buffer.view(), "");
     EXPECT_THROW(buffer.prepare(room), std::bad_alloc);   // the same again, no corruption
 }
 
