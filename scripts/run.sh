@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Quick start: builds vaultgate and serves the example config. On first run it
+# Quick start: installs the build dependencies, builds the vaultgate binary
+# (not the tests) and serves the example config. On first run it
 # generates the proxy CA in certs/ and a master key for the file store.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-"$root/scripts/build.sh"
+"$root/scripts/install-deps.sh"
+BUILD_TARGETS=vaultgate "$root/scripts/build.sh"
 cd "$root"
 if [ ! -f certs/master.key ]; then
   (umask 077 && head -c 32 /dev/urandom > certs/master.key)

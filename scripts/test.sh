@@ -3,6 +3,7 @@
 # SANITIZE=1 builds in build-asan/ with AddressSanitizer + UndefinedBehaviorSanitizer.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+"$root/scripts/install-deps.sh"
 if [ "${SANITIZE:-0}" = 1 ]; then
   export BUILD_DIR=${BUILD_DIR:-$root/build-asan}
   "$root/scripts/build.sh" -DVAULTGATE_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
