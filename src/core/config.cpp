@@ -758,11 +758,6 @@ private:
     }
 };
 
-// One document per file. yaml-cpp 0.7 has a parser bug: a token no rule
-// consumes (a ',' outside a flow collection) yields an empty document without
-// advancing, forever. Two null-only documents at the same position are that
-// bug, reported here as the syntax error it is; the number of documents read
-// is bounded, so the loop cannot run away.
 // A NUL byte written raw into the file, which yaml-cpp would not refuse.
 void check_no_raw_nul(const std::string& text, const Parser& parser) {
     const auto nul = text.find('\0');
@@ -775,6 +770,12 @@ void check_no_raw_nul(const std::string& text, const Parser& parser) {
     parser.fail(at, "", "the file holds a NUL byte; no setting may contain one");
 }
 
+// One document per file. yaml-cpp 0.7 has a parser bug: a token no rule
+// consumes (a ',' outside a flow collection) yields an empty document without
+// advancing, forever. Two null-only documents at the same position are that
+// bug, reported here as the syntax error it is; the number of documents read
+// is bounded, so the loop cannot run away. The same pass finds the first
+// string holding a NUL byte.
 void check_single_document(const std::string& text, const Parser& parser) {
     std::istringstream in(text);
     YAML::Parser yaml(in);
