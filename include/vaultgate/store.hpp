@@ -55,7 +55,10 @@ struct StoredSession {
 struct StoreData {
     std::vector<StoredVault> vaults;
     std::vector<StoredSession> sessions;
-    std::uint64_t generation = 0;     // the writer's counter, saved as given; 0 for a new store
+    // The writer's counter, saved as given inside the encrypted payload; the
+    // admin API raises it by one per save. 0 for a new store, and for stores
+    // written before it was kept.
+    std::uint64_t generation = 0;
 };
 
 // Where the data lives. One implementation today (an encrypted file); the
@@ -82,6 +85,18 @@ public:
 //   ciphertext length, big endian (8) | AES-256-GCM ciphertext | tag (16)
 // The plaintext is a JSON document holding everything, credential values included.
 std::unique_ptr<VaultStore> open_file_store(const std::string& path, const Secret& master_key);
+
+// `store` guarded against rollback: load() refuses data whose generation is
+// below the one recorded in `record_path` (the highest seen), unless
+// `allow_rollback`; a missing record is created. Every load and save records
+// the generation (atomically, mode 0600), and save() refuses a generation
+// that does not rise above the last one loaded or saved. Throws StoreError.
+std::unique_ptr<VaultStore> guard_against_rollback(std::unique_ptr<VaultStore> store, const std::string& record_path,
+                                                   bool allow_rollback);
+
+// Where serve keeps the record for the store at `store_path`: beside it,
+// "<store_path>.generation".
+std::string generation_record_path(const std::string& store_path);
 
 // The master key, from the first source that is set: `master_key_file` (exactly
 // 32 raw bytes), else env VAULTGATE_MASTER_KEY (base64 of 32 bytes), else

@@ -31,6 +31,7 @@ void print_usage(bool to_stderr) {
         "usage: vaultgate COMMAND [OPTIONS]\n"
         "\n"
         "  serve --config FILE            run the proxy (SIGHUP reloads, SIGTERM/SIGINT drain)\n"
+        "        [--allow-rollback]       start even from a store older than the last one seen\n"
         "  check-config --config FILE     validate a config file and exit\n"
         "  ca init [--out DIR] [--name CN]  write DIR/ca.pem and DIR/ca-key.pem (default DIR: certs)\n"
         "  bootstrap [--vault NAME] [--format env|json|shell] [--secret NAME ...] [--out-dir DIR] [--ttl S]\n"

@@ -109,26 +109,49 @@ OutDir prepare_out_dir(const std::optional<std::string>& given) {
     return out;
 }
 
+// A new file beside `path` under a random name, created exclusively and never
+// through a link: whatever was planted in the directory (a symlink pointing
+// elsewhere, a FIFO whose open would block) is not opened. 0644: the sandbox,
+// maybe another user, reads the CA files.
+int create_temp_beside(const fs::path& path, fs::path& temp) {
+    constexpr int attempts = 8;  // a clash of 64 random bits means someone is guessing
+    for (int i = 0; i < attempts; ++i) {
+        temp = path;
+        temp += ".tmp-" + random_hex(8);
+        const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd >= 0) return fd;
+        if (errno != EEXIST) throw std::runtime_error("cannot write " + temp.string() + ": " + std::strerror(errno));
+    }
+    throw std::runtime_error("cannot write " + path.string() + ": " + std::to_string(attempts) +
+                             " temporary names in a row already exist");
+}
+
 // Written beside and renamed over, so a sandbox reading a re-used --out-dir
-// never sees half a bundle.
+// never sees half a bundle. The rename replaces a symlink or FIFO at `path`
+// itself, never what a link points at.
 void write_file(const fs::path& path, const std::string& content) {
-    fs::path temp = path;
-    temp += ".tmp";
-    int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (fd < 0) throw std::runtime_error("cannot write " + temp.string() + ": " + std::strerror(errno));
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+        throw std::runtime_error("cannot write " + path.string() + ": it is a directory");
+    fs::path temp;
+    const int fd = create_temp_beside(path, temp);
+    const auto fail = [&](const std::string& what, int err) {
+        ::unlink(temp.c_str());
+        throw std::runtime_error("cannot write " + what + ": " + std::strerror(err));
+    };
     std::string_view rest = content;
     while (!rest.empty()) {
         ssize_t n = ::write(fd, rest.data(), rest.size());
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) {
-            int err = errno;
+            const int err = errno;
             ::close(fd);
-            throw std::runtime_error("cannot write " + temp.string() + ": " + std::strerror(err));
+            fail(temp.string(), err);
         }
         rest.remove_prefix(static_cast<std::size_t>(n));
     }
-    if (::close(fd) != 0 || ::rename(temp.c_str(), path.c_str()) != 0)
-        throw std::runtime_error("cannot write " + path.string() + ": " + std::strerror(errno));
+    if (::close(fd) != 0) fail(temp.string(), errno);
+    if (::rename(temp.c_str(), path.c_str()) != 0) fail(path.string(), errno);
 }
 
 // The system roots and then ours: tunnelled hosts present their real

@@ -9,7 +9,7 @@ namespace vaultgate::cli {
 
 using Args = std::vector<std::string>;
 
-int serve(const Args& args);
+int serve(const Args& args);  // --config FILE [--allow-rollback]
 int check_config(const Args& args);
 int ca_command(const Args& args);
 int vault_command(const Args& args);

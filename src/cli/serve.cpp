@@ -136,7 +136,9 @@ int serve(const Args& args) {
 
     // The store: a wrong master key or a damaged file stops the start here.
     auto master_key = load_master_key(config->store_master_key_file);
-    auto store = open_file_store(config->store_path, master_key);
+    // An older copy of the store put back is refused unless --allow-rollback.
+    auto store = guard_against_rollback(open_file_store(config->store_path, master_key),
+                                        generation_record_path(config->store_path), has_flag(args, "--allow-rollback"));
 
     // Signals are taken synchronously by this thread; worker threads inherit the mask.
     sigset_t signals;

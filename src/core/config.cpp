@@ -9,6 +9,7 @@
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -204,7 +205,11 @@ public:
     Config parse(const Node& root) {
         Config cfg;
         cfg.source_path = source_;
-        if (!root.IsDefined() || root.IsNull()) return cfg;  // an empty file: all defaults
+        // An empty file is more likely a truncated one (a failed write, a
+        // reload mid-edit) than a wish for every default, which `{}` says.
+        if (!root.IsDefined() || root.IsNull())
+            fail(root.Mark(), "", "the config file is empty (nothing but whitespace, comments or null); "
+                                  "write {} to take every default");
         if (!root.IsMap()) fail(root.Mark(), "", "expected a map of sections at the top level, got " + kind_of(root));
 
         const auto top = fields_of(
@@ -712,6 +717,10 @@ public:
         bool only_null = false;
     };
     Doc current;
+    // The first string (key, value or tag) holding a NUL byte, which "\0" and
+    // "\x00" put there: the paths, names and headers it ends up in would be
+    // cut short at it by the C APIs that take them.
+    std::optional<YAML::Mark> nul_at;
 
     void OnDocumentStart(const YAML::Mark& m) override { current = Doc{m, YAML::Mark::null_mark(), 0, false}; }
     void OnDocumentEnd() override {}
@@ -722,13 +731,20 @@ public:
         }
     }
     void OnAlias(const YAML::Mark&, YAML::anchor_t) override { seen(); }
-    void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override { seen(); }
-    void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    void OnScalar(const YAML::Mark& m, const std::string& tag, YAML::anchor_t, const std::string& value) override {
         seen();
+        check_nul(m, tag);
+        check_nul(m, value);
+    }
+    void OnSequenceStart(const YAML::Mark& m, const std::string& tag, YAML::anchor_t,
+                         YAML::EmitterStyle::value) override {
+        seen();
+        check_nul(m, tag);
     }
     void OnSequenceEnd() override {}
-    void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    void OnMapStart(const YAML::Mark& m, const std::string& tag, YAML::anchor_t, YAML::EmitterStyle::value) override {
         seen();
+        check_nul(m, tag);
     }
     void OnMapEnd() override {}
 
@@ -737,13 +753,29 @@ private:
         ++current.events;
         current.only_null = false;
     }
+    void check_nul(const YAML::Mark& m, const std::string& text) {
+        if (!nul_at && text.find('\0') != std::string::npos) nul_at = m;
+    }
 };
+
+// A NUL byte written raw into the file, which yaml-cpp would not refuse.
+void check_no_raw_nul(const std::string& text, const Parser& parser) {
+    const auto nul = text.find('\0');
+    if (nul == std::string::npos) return;
+    YAML::Mark at;
+    at.pos = static_cast<int>(nul);
+    const auto line_start = text.rfind('\n', nul);
+    at.line = static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(nul), '\n'));
+    at.column = static_cast<int>(line_start == std::string::npos ? nul : nul - line_start - 1);
+    parser.fail(at, "", "the file holds a NUL byte; no setting may contain one");
+}
 
 // One document per file. yaml-cpp 0.7 has a parser bug: a token no rule
 // consumes (a ',' outside a flow collection) yields an empty document without
 // advancing, forever. Two null-only documents at the same position are that
 // bug, reported here as the syntax error it is; the number of documents read
-// is bounded, so the loop cannot run away.
+// is bounded, so the loop cannot run away. The same pass finds the first
+// string holding a NUL byte.
 void check_single_document(const std::string& text, const Parser& parser) {
     std::istringstream in(text);
     YAML::Parser yaml(in);
@@ -765,6 +797,8 @@ void check_single_document(const std::string& text, const Parser& parser) {
         if (!doc.only_null || n == 3) parser.fail(docs[1].start, "", "only one YAML document is allowed");
     }
     if (docs.size() == 2) parser.fail(docs[1].start, "", "only one YAML document is allowed");
+    if (counter.nul_at)
+        parser.fail(*counter.nul_at, "", "a key or value holds a NUL byte (\\0 or \\x00); no setting may contain one");
 }
 
 }  // namespace
@@ -812,6 +846,7 @@ Config parse_config(const std::string& yaml_text, const std::string& source_name
     try {
         // Counted first: the count also catches the inputs yaml-cpp accepts as
         // an empty document (a stray ',') and that LoadAll would loop on.
+        check_no_raw_nul(yaml_text, parser);
         check_single_document(yaml_text, parser);
         root = YAML::Load(yaml_text);
     } catch (const YAML::ParserException& e) {

@@ -303,7 +303,12 @@ json encode_payload(const StoreData& data) {
 
 StoreData decode_payload(const json& root) {
     StoreData data;
-    data.generation = u64_member(root, "generation", "payload");
+    // Stores written before the generation was kept read as generation 0; the
+    // next save writes one.
+    if (root.is_object() && !root.contains("generation"))
+        data.generation = 0;
+    else
+        data.generation = u64_member(root, "generation", "payload");
     const auto& vaults = array_member(root, "vaults", "payload");
     for (std::size_t i = 0; i < vaults.size(); ++i) {
         const auto where = "vaults[" + std::to_string(i) + "]";
@@ -426,6 +431,68 @@ bool read_up_to(int fd, WipedBytes& out, std::size_t limit, bool& more) {
     return true;
 }
 
+// Temp files of writers that died mid-save. Best effort: a failure here
+// must not stop the save itself.
+void remove_stale_temps(const std::string& path) {
+    const auto dir = dir_of(path);
+    const auto prefix = base_of(path) + ".tmp-";
+    std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir(dir.c_str()), ::closedir);
+    if (!d) return;
+    const auto now = std::chrono::system_clock::now();
+    while (const dirent* e = ::readdir(d.get())) {
+        const std::string_view name = e->d_name;
+        if (!name.starts_with(prefix)) continue;
+        const auto rest = name.substr(prefix.size());
+        const auto dash = rest.find('-');
+        if (dash == 0 || dash == std::string_view::npos || dash > 9) continue;
+        long pid = 0;
+        for (char c : rest.substr(0, dash)) {
+            if (c < '0' || c > '9') {
+                pid = 0;
+                break;
+            }
+            pid = pid * 10 + (c - '0');
+        }
+        if (pid <= 0 || pid == ::getpid()) continue;
+        if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+        const std::string full = dir + "/" + std::string(name);
+        struct stat st {};
+        if (::lstat(full.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+        const auto mtime = std::chrono::system_clock::from_time_t(st.st_mtime);
+        if (now - mtime < stale_temp_age) continue;
+        ::unlink(full.c_str());
+    }
+}
+
+// Replaces `path` whole: after a crash it holds the old or the new bytes,
+// never a mix. A temp file beside it (random name, O_EXCL, never through a
+// link, mode 0600), fsync, rename, fsync of the directory. Throws StoreError
+// naming `path`.
+void replace_file(const std::string& path, const unsigned char* bytes, std::size_t size) {
+    const auto fail = [&](const std::string& what) { throw StoreError(path + ": " + what); };
+    unsigned char suffix[8];
+    random_bytes(suffix, sizeof suffix);
+    const std::string temp = path + ".tmp-" + std::to_string(::getpid()) + "-" + hex(suffix, sizeof suffix);
+    Fd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (fd.get() < 0) fail("cannot create temporary file " + temp + ": " + errno_text());
+    // The umask may only take bits away; fchmod makes 0600 exact either way.
+    const auto discard = [&](const std::string& what) {
+        const std::string reason = what + ": " + errno_text();
+        ::unlink(temp.c_str());
+        fail(reason);
+    };
+    if (::fchmod(fd.get(), 0600) != 0) discard("cannot set mode 0600 on " + temp);
+    if (!write_all(fd.get(), bytes, size)) discard("cannot write " + temp);
+    if (::fsync(fd.get()) != 0) discard("cannot fsync " + temp);
+    if (fd.close() != 0) discard("cannot close " + temp);
+    if (::rename(temp.c_str(), path.c_str()) != 0) discard("cannot rename " + temp + " over " + base_of(path));
+
+    // The rename is only durable once the directory entry is on disk.
+    const auto dir = dir_of(path);
+    Fd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (dfd.get() < 0 || ::fsync(dfd.get()) != 0) fail("saved, but cannot fsync directory " + dir + ": " + errno_text());
+}
+
 // --- the file store ---------------------------------------------------------------
 
 class FileStore final : public VaultStore {
@@ -455,31 +522,8 @@ public:
 
     void save(const StoreData& data) override {
         WipedBytes file = encrypt(data);
-        remove_stale_temps();
-
-        unsigned char suffix[8];
-        random_bytes(suffix, sizeof suffix);
-        const std::string temp =
-            path_ + ".tmp-" + std::to_string(::getpid()) + "-" + hex(suffix, sizeof suffix);
-        Fd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
-        if (fd.get() < 0) fail("cannot create temporary file " + temp + ": " + errno_text());
-        // The umask may only take bits away; fchmod makes 0600 exact either way.
-        const auto discard = [&](const std::string& what) {
-            const std::string reason = what + ": " + errno_text();
-            ::unlink(temp.c_str());
-            fail(reason);
-        };
-        if (::fchmod(fd.get(), 0600) != 0) discard("cannot set mode 0600 on " + temp);
-        if (!write_all(fd.get(), file.data(), file.size())) discard("cannot write " + temp);
-        if (::fsync(fd.get()) != 0) discard("cannot fsync " + temp);
-        if (fd.close() != 0) discard("cannot close " + temp);
-        if (::rename(temp.c_str(), path_.c_str()) != 0) discard("cannot rename " + temp + " over the store");
-
-        // The rename is only durable once the directory entry is on disk.
-        const auto dir = dir_of(path_);
-        Fd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-        if (dfd.get() < 0 || ::fsync(dfd.get()) != 0)
-            fail("saved, but cannot fsync directory " + dir + ": " + errno_text());
+        remove_stale_temps(path_);
+        replace_file(path_, file.data(), file.size());
     }
 
     std::string describe() const override { return "encrypted file store " + path_; }
@@ -584,41 +628,98 @@ private:
         return "truncated: " + std::to_string(size) + " bytes, expected " + std::to_string(expected);
     }
 
-    // Temp files of writers that died mid-save. Best effort: a failure here
-    // must not stop the save itself.
-    void remove_stale_temps() const {
-        const auto dir = dir_of(path_);
-        const auto prefix = base_of(path_) + ".tmp-";
-        std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir(dir.c_str()), ::closedir);
-        if (!d) return;
-        const auto now = std::chrono::system_clock::now();
-        while (const dirent* e = ::readdir(d.get())) {
-            const std::string_view name = e->d_name;
-            if (!name.starts_with(prefix)) continue;
-            const auto rest = name.substr(prefix.size());
-            const auto dash = rest.find('-');
-            if (dash == 0 || dash == std::string_view::npos || dash > 9) continue;
-            long pid = 0;
-            for (char c : rest.substr(0, dash)) {
-                if (c < '0' || c > '9') {
-                    pid = 0;
-                    break;
-                }
-                pid = pid * 10 + (c - '0');
-            }
-            if (pid <= 0 || pid == ::getpid()) continue;
-            if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
-            const std::string full = dir + "/" + std::string(name);
-            struct stat st {};
-            if (::lstat(full.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-            const auto mtime = std::chrono::system_clock::from_time_t(st.st_mtime);
-            if (now - mtime < stale_temp_age) continue;
-            ::unlink(full.c_str());
-        }
-    }
-
     std::string path_;
     DerivedKey key_;
+};
+
+// --- rollback protection ---------------------------------------------------------
+
+// The generation record: the highest store generation vaultgate has seen, as
+// decimal digits and a newline. Deliberately without a MAC: whoever can write
+// beside the store can also delete this file, so it cannot stop that writer;
+// it catches an older copy of the store file put back on its own (a backup or
+// snapshot restore), which would bring back revoked sessions and replaced
+// credentials.
+class RollbackGuard final : public VaultStore {
+public:
+    RollbackGuard(std::unique_ptr<VaultStore> inner, std::string record_path, bool allow_rollback)
+        : inner_(std::move(inner)), record_path_(std::move(record_path)), allow_rollback_(allow_rollback) {}
+
+    StoreData load() override {
+        StoreData data = inner_->load();
+        const auto seen = read_record();
+        if (seen && *seen > data.generation && !allow_rollback_)
+            throw StoreError(inner_->describe() + ": the store is at generation " + std::to_string(data.generation) +
+                             ", older than generation " + std::to_string(*seen) + " last seen (" + record_path_ +
+                             "): an older copy of the store was put back, which would bring back revoked sessions "
+                             "and replaced credentials; to start from it anyway, run serve once with --allow-rollback");
+        // Also after a crash between the store's rename and the record's.
+        if (!seen || *seen != data.generation) write_record(data.generation);
+        last_ = data.generation;
+        return data;
+    }
+
+    void save(const StoreData& data) override {
+        // Two different states under one generation would let the older one
+        // pass the check.
+        if (data.generation <= last_)
+            throw StoreError(inner_->describe() + ": not saved: generation " + std::to_string(data.generation) +
+                             " is not above " + std::to_string(last_) + ", the last one loaded or saved");
+        // The store first: a crash in between leaves the record behind the
+        // store, which the next load accepts, never ahead of it.
+        inner_->save(data);
+        write_record(data.generation);
+        last_ = data.generation;
+    }
+
+    std::string describe() const override { return inner_->describe(); }
+
+private:
+    // nullopt when there is no record yet. A record that is not one (garbage,
+    // a FIFO, a directory) is an error unless it is about to be overwritten.
+    std::optional<std::uint64_t> read_record() const {
+        // O_NONBLOCK: a FIFO planted here must not hang the start.
+        Fd fd(::open(record_path_.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+        if (fd.get() < 0) {
+            if (errno == ENOENT) return std::nullopt;
+            return unreadable_record("cannot open: " + errno_text());
+        }
+        struct stat st {};
+        if (::fstat(fd.get(), &st) != 0) return unreadable_record("cannot stat: " + errno_text());
+        if (!S_ISREG(st.st_mode)) return unreadable_record("not a regular file");
+        WipedBytes bytes;
+        bool more = false;
+        if (!read_up_to(fd.get(), bytes, 32, more)) return unreadable_record("cannot read: " + errno_text());
+        auto text = bytes.view();
+        if (text.ends_with('\n')) text.remove_suffix(1);
+        if (more || text.empty() || text.size() > 20 || text.find_first_not_of("0123456789") != std::string_view::npos)
+            return unreadable_record("expected a generation number");
+        std::uint64_t value = 0;
+        for (char c : text) {
+            const auto digit = static_cast<std::uint64_t>(c - '0');
+            if (value > (UINT64_MAX - digit) / 10) return unreadable_record("expected a generation number");
+            value = value * 10 + digit;
+        }
+        return value;
+    }
+
+    std::optional<std::uint64_t> unreadable_record(const std::string& what) const {
+        // --allow-rollback replaces whatever is there with the store's generation.
+        if (allow_rollback_) return std::nullopt;
+        throw StoreError(record_path_ + ": " + what + " (the store generation last seen; remove it or run serve "
+                         "once with --allow-rollback)");
+    }
+
+    void write_record(std::uint64_t generation) const {
+        const std::string text = std::to_string(generation) + "\n";
+        remove_stale_temps(record_path_);
+        replace_file(record_path_, reinterpret_cast<const unsigned char*>(text.data()), text.size());
+    }
+
+    std::unique_ptr<VaultStore> inner_;
+    std::string record_path_;
+    bool allow_rollback_;
+    std::uint64_t last_ = 0;
 };
 
 // --- master key sources -------------------------------------------------------------
@@ -661,6 +762,13 @@ std::optional<Secret> read_key_file(const std::string& path, const std::string& 
 std::unique_ptr<VaultStore> open_file_store(const std::string& path, const Secret& master_key) {
     if (path.empty()) throw StoreError("store.path is empty");
     return std::make_unique<FileStore>(path, master_key);
+}
+
+std::string generation_record_path(const std::string& store_path) { return store_path + ".generation"; }
+
+std::unique_ptr<VaultStore> guard_against_rollback(std::unique_ptr<VaultStore> store, const std::string& record_path,
+                                                   bool allow_rollback) {
+    return std::make_unique<RollbackGuard>(std::move(store), record_path, allow_rollback);
 }
 
 Secret load_master_key(const std::optional<std::string>& master_key_file) {

@@ -469,6 +469,51 @@ TEST_F(AdminTest, DamagedStoreIsAClearStartupError) {
     EXPECT_NE(bad.stderr_text().find("vaultgate.db"), std::string::npos) << bad.stderr_text();
 }
 
+// An older copy of the store put back (a backup or a snapshot restored) would
+// bring back a revoked session; serve refuses it unless told to accept it.
+TEST_F(AdminTest, AnOlderCopyOfTheStoreIsRefusedUnlessRollbackIsAllowed) {
+    start();
+    const auto session = make_session(make_vault("team-a", secret_a));  // generations 1-4
+    const auto session_path = "/v1/sessions/" + session["id"].get<std::string>();
+    const auto store_path = dir_.file("vaultgate.db");
+    std::string old_copy;
+    {
+        std::ifstream in(store_path, std::ios::binary);
+        old_copy.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    ASSERT_FALSE(old_copy.empty());
+    EXPECT_EQ(api("DELETE", session_path).status, 204);  // generation 5
+    proc_->signal(SIGTERM);
+    ASSERT_EQ(proc_->wait_exit(), 0);
+    proc_.reset();
+    dir_.write("vaultgate.db", old_copy);
+
+    {
+        ServeProcess refused(config_path_);
+        EXPECT_FALSE(refused.started());
+        EXPECT_EQ(refused.wait_exit(), 1);
+        const auto err = refused.stderr_text();
+        EXPECT_NE(err.find(store_path + ": the store is at generation 4, older than generation 5 last seen (" +
+                           store_path + ".generation)"),
+                  std::string::npos)
+            << err;
+        EXPECT_NE(err.find("--allow-rollback"), std::string::npos) << err;
+    }
+
+    proc_ = std::make_unique<ServeProcess>(
+        config_path_, std::map<std::string, std::string>{}, 0,
+        std::vector<std::string>{"/bin/sh", "-c", "exec \"$0\" serve --config \"$1\" --allow-rollback"});
+    proc_->forbid_in_stderr(secret_a);
+    ASSERT_TRUE(proc_->started()) << proc_->stderr_text();
+    // The old copy is in force: the session deleted after it was taken is back.
+    EXPECT_EQ(api("DELETE", session_path).status, 204);
+    proc_->signal(SIGTERM);
+    ASSERT_EQ(proc_->wait_exit(), 0);
+    proc_.reset();
+    // Its generation was recorded, so a plain start accepts the store again.
+    start();
+}
+
 TEST_F(AdminTest, AShortTokenFileStopsTheStartWithoutShowingTheToken) {
     dir_.write("admin.token", "short-tok3n\n");
     ServeProcess bad(config_path_);

@@ -8,6 +8,11 @@
 #include <nlohmann/json.hpp>
 
 #include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <sys/stat.h>
 
 namespace vaultgate::test {
 namespace {
@@ -105,6 +110,73 @@ TEST_F(BootstrapTest, EveryFormatKeepsTheRealKeyOut) {
     }
     auto bad = bootstrap("env", "[1,2,3]");
     EXPECT_EQ(bad.exit_code, 2);
+}
+
+std::string file_text(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+bool is_regular_file_holding_the_ca(const std::string& path) {
+    struct stat st {};
+    return ::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+           file_text(path).find("-----BEGIN CERTIFICATE-----") != std::string::npos;
+}
+
+// Whoever can write to --out-dir (a sandbox sharing it, say) may plant things
+// at the names bootstrap writes. A FIFO must not hang it, a symlink must not
+// make it write elsewhere; a bounded run shows the first, the link's untouched
+// target the second.
+TEST_F(BootstrapTest, PlantedFifosAndSymlinksInTheOutDirAreNeitherOpenedNorFollowed) {
+    ASSERT_TRUE(proc_->started()) << proc_->stderr_text();
+    const TempDir elsewhere;
+    const auto outside_a = elsewhere.write("a.txt", "outside A\n", 0644);
+    const auto outside_b = elsewhere.write("b.txt", "outside B\n", 0644);
+    const auto out_dir = dir_.file("sandbox");
+    ASSERT_EQ(::mkdir(out_dir.c_str(), 0700), 0);
+    const auto run = [&] {
+        return run_command({VAULTGATE_BINARY, "bootstrap", "--admin",
+                            "http://127.0.0.1:" + std::to_string(proc_->admin_port()), "--token-file",
+                            dir_.file("admin.token"), "--vault", "composio-sbx", "--format", "json", "--out-dir",
+                            out_dir},
+                           platform_env(), {}, /*timeout_s=*/20);
+    };
+
+    // At the temporary names earlier versions used.
+    ASSERT_EQ(::mkfifo((out_dir + "/ca.pem.tmp").c_str(), 0600), 0);
+    ASSERT_EQ(::symlink(outside_a.c_str(), (out_dir + "/ca-bundle.pem.tmp").c_str()), 0);
+    auto boot = run();
+    EXPECT_EQ(boot.exit_code, 0) << boot.err;
+    EXPECT_EQ(file_text(outside_a), "outside A\n");
+    EXPECT_TRUE(is_regular_file_holding_the_ca(out_dir + "/ca.pem"));
+    EXPECT_TRUE(is_regular_file_holding_the_ca(out_dir + "/ca-bundle.pem"));
+
+    // At the final names: the rename replaces the link or FIFO itself.
+    std::filesystem::remove(out_dir + "/ca.pem");
+    std::filesystem::remove(out_dir + "/ca-bundle.pem");
+    ASSERT_EQ(::symlink(outside_b.c_str(), (out_dir + "/ca.pem").c_str()), 0);
+    ASSERT_EQ(::mkfifo((out_dir + "/ca-bundle.pem").c_str(), 0600), 0);
+    boot = run();
+    EXPECT_EQ(boot.exit_code, 0) << boot.err;
+    EXPECT_EQ(file_text(outside_b), "outside B\n");
+    EXPECT_TRUE(is_regular_file_holding_the_ca(out_dir + "/ca.pem"));
+    EXPECT_TRUE(is_regular_file_holding_the_ca(out_dir + "/ca-bundle.pem"));
+
+    // A directory at a final name is an error that says so.
+    std::filesystem::remove(out_dir + "/ca.pem");
+    std::filesystem::create_directory(out_dir + "/ca.pem");
+    boot = run();
+    EXPECT_EQ(boot.exit_code, 1) << boot.err;
+    EXPECT_NE(boot.err.find("ca.pem: it is a directory"), std::string::npos) << boot.err;
+    // No temporary file is left behind by any of the runs.
+    for (const auto& e : std::filesystem::directory_iterator(out_dir)) {
+        const auto name = e.path().filename().string();
+        EXPECT_TRUE(name == "ca.pem" || name == "ca-bundle.pem" || name == "ca.pem.tmp" ||
+                    name == "ca-bundle.pem.tmp")
+            << name;
+    }
 }
 
 }  // namespace

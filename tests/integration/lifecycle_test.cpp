@@ -125,6 +125,47 @@ TEST_F(LifecycleTest, SighupReloadsAGoodConfigAndRefusesABrokenOne) {
     EXPECT_EQ(proc_->wait_exit(), 0);
 }
 
+std::size_t count_of(const std::string& text, const std::string& needle) {
+    std::size_t n = 0;
+    for (auto pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + 1)) ++n;
+    return n;
+}
+
+// An emptied file (a truncating write, an editor caught mid-save) would reset
+// every vault, session and policy to the defaults; it is refused like any
+// broken config, with a log line, and the running config stays.
+TEST_F(LifecycleTest, SighupWithAnEmptyConfigFileKeepsTheRunningConfig) {
+    start();
+    const auto allowed = "other.test:" + std::to_string(bound_.port());
+    {
+        RawClient c(proc_->proxy_port());
+        ASSERT_EQ(c.connect(allowed).rfind("HTTP/1.1 200", 0), 0u);
+    }
+    std::size_t reloads = 0;
+    for (const char* emptied : {"", "  \n# emptied by hand\n\n"}) {
+        dir_.write("vaultgate.yaml", emptied);
+        proc_->signal(SIGHUP);
+        ++reloads;
+        // Each SIGHUP ends in one of the two log lines.
+        ASSERT_TRUE(eventually([&] {
+            const auto err = proc_->stderr_text();
+            return count_of(err, "reload refused") + count_of(err, "reload done") == reloads;
+        })) << proc_->stderr_text();
+        const auto err = proc_->stderr_text();
+        EXPECT_EQ(count_of(err, "reload refused"), reloads) << err;
+        EXPECT_EQ(count_of(err, "the config file is empty"), reloads) << err;
+        RawClient c(proc_->proxy_port());
+        EXPECT_EQ(c.connect(allowed).rfind("HTTP/1.1 200", 0), 0u) << "after '" << emptied << "'";
+    }
+    proc_->signal(SIGTERM);
+    EXPECT_EQ(proc_->wait_exit(), 0);
+
+    // check-config refuses it the same way.
+    const auto r = run_command({VAULTGATE_BINARY, "check-config", "--config", config_path_});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find(config_path_ + ":1:1: the config file is empty"), std::string::npos) << r.err;
+}
+
 TEST_F(LifecycleTest, NotifiesSystemdOfReadyReloadingAndStopping) {
     auto sock_path = dir_.file("notify.sock");
     asio::io_context ioc;

@@ -260,8 +260,8 @@ TEST(ConfigTest, CredentialValuesAreNeverEchoed) {
     }
 }
 
-TEST(ConfigTest, EmptyFileGivesDefaults) {
-    for (const char* text : {"", "# nothing here\n", "---\n"}) {
+TEST(ConfigTest, EmptyMapGivesDefaults) {
+    for (const char* text : {"{}\n", "# every default\n{}\n", "---\n{}\n"}) {
         const Config c = parse_config(text, "empty.yaml");
         EXPECT_EQ(c.source_path, "empty.yaml");
         EXPECT_EQ(c.listen_proxy.to_string(), "127.0.0.1:3128");
@@ -294,6 +294,39 @@ TEST(ConfigTest, EmptyFileGivesDefaults) {
         EXPECT_TRUE(c.sessions.empty());
         EXPECT_TRUE(c.egress_policies.empty());
     }
+}
+
+// An empty file is more likely truncated than meant; on a reload it would
+// quietly drop every vault, session and policy.
+TEST(ConfigTest, EmptyFileIsRefused) {
+    for (const char* text : {"", "\n", "  \n\t\n", "# nothing here\n", "---\n", "---\n# only a comment\n...\n",
+                             "~\n", "null\n"}) {
+        const auto msg = error_of(text);
+        EXPECT_EQ(msg.rfind("t.yaml:", 0), 0u) << "'" << text << "': " << msg;
+        EXPECT_NE(msg.find("the config file is empty"), std::string::npos) << "'" << text << "': " << msg;
+    }
+}
+
+TEST(ConfigTest, NulInAnyStringIsRefusedWithItsPlace) {
+    const ErrorCase cases[] = {
+        {"escape_zero", "store:\n  path: \"a\\0b\"\n", "t.yaml:2:9: ", "NUL byte"},
+        {"escape_hex", "log:\n  access: \"/tmp/x\\x00.log\"\n", "t.yaml:2:11: ", "NUL byte"},
+        {"escape_unicode", "admin:\n  token_file: \"\\u0000\"\n", "t.yaml:2:15: ", "NUL byte"},
+        {"in_a_key", "listen:\n  \"proxy\\0\": 127.0.0.1:3128\n", "t.yaml:2:3: ", "NUL byte"},
+        {"in_a_list", "egress_policies:\n  p:\n    allowed_domains: [a.example.com, \"b\\0.example.com\"]\n",
+         "t.yaml:3:38: ", "NUL byte"},
+        {"in_a_credential", vault_prefix + "      L: \"sk-\\0-SECRET\"\n", "t.yaml:5:10: ", "NUL byte"},
+    };
+    for (const auto& c : cases) {
+        const auto msg = error_of(c.yaml);
+        EXPECT_EQ(msg.substr(0, c.where.size()), c.where) << c.name << ": " << msg;
+        EXPECT_NE(msg.find(c.fragment), std::string::npos) << c.name << ": " << msg;
+        EXPECT_EQ(msg.find("SECRET"), std::string::npos) << c.name << ": " << msg;
+    }
+    // A NUL byte written raw into the file is refused too.
+    const auto raw = error_of(std::string("store:\n  path: a\0b\n", 19));
+    EXPECT_EQ(raw.rfind("t.yaml:2:10: ", 0), 0u) << raw;
+    EXPECT_NE(raw.find("NUL byte"), std::string::npos) << raw;
 }
 
 TEST(ConfigTest, PartialSectionsKeepOtherDefaults) {
