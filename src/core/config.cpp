@@ -448,7 +448,7 @@ private:
             e, path,
             {"max_connections", "max_connections_per_client", "header_bytes", "header_count", "handshake_timeout",
              "header_timeout", "idle_timeout", "drain_timeout", "connect_timeout", "response_timeout",
-             "upstream_idle_timeout", "worker_threads"});
+             "upstream_idle_timeout", "worker_threads", "admin_connections"});
         constexpr auto any = std::numeric_limits<std::uint64_t>::max();
         auto count = [&](std::string_view key, std::size_t& out) {
             if (auto* p = find(f, key)) out = static_cast<std::size_t>(uint_value(*p, child(path, key), 1, any));
@@ -460,6 +460,7 @@ private:
         count("max_connections_per_client", limits.max_connections_per_client);
         count("header_bytes", limits.header_bytes);
         count("header_count", limits.header_count);
+        count("admin_connections", limits.admin_connections);
         duration("handshake_timeout", limits.handshake_timeout);
         duration("header_timeout", limits.header_timeout);
         duration("idle_timeout", limits.idle_timeout);

@@ -288,6 +288,7 @@ TEST(ConfigTest, EmptyFileGivesDefaults) {
         EXPECT_EQ(c.limits.response_timeout, 60s);
         EXPECT_EQ(c.limits.upstream_idle_timeout, 30s);
         EXPECT_EQ(c.limits.worker_threads, 0u);
+        EXPECT_EQ(c.limits.admin_connections, 64u);
         // No sessions, vaults or policies unless written down: then every
         // request needs Proxy-Authorization.
         EXPECT_TRUE(c.vaults.empty());
@@ -321,6 +322,14 @@ upstream:
     ASSERT_EQ(c.upstream_resolve.size(), 2u);
     EXPECT_EQ(c.upstream_resolve.at("api.example.com"), "192.0.2.10");
     EXPECT_EQ(c.upstream_resolve.at("v6.example.com"), "2001:db8::1");
+}
+
+TEST(ConfigTest, AdminConnectionsIsACountOfItsOwn) {
+    const Config c = parse_config("limits:\n  admin_connections: 4\n  max_connections: 100\n", "a.yaml");
+    EXPECT_EQ(c.limits.admin_connections, 4u);
+    EXPECT_EQ(c.limits.max_connections, 100u);
+    EXPECT_THROW(parse_config("limits:\n  admin_connections: 0\n", "a.yaml"), ConfigError);
+    EXPECT_THROW(parse_config("limits:\n  admin_connections: many\n", "a.yaml"), ConfigError);
 }
 
 TEST(ConfigTest, WorkerThreadsAreAutoOrACountUpTo256) {
