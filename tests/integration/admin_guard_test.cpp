@@ -1,7 +1,7 @@
 // What the admin listener refuses, through the real binary: requests without
 // the token (answered on the head, before any body byte), connections past
-// limits.admin_connections, and bodies that take longer than
-// limits.header_timeout in all.
+// limits.admin_connections, bodies that take longer than limits.header_timeout
+// in all, and request bodies with duplicate keys.
 #include "harness.hpp"
 
 #include <gtest/gtest.h>
@@ -166,6 +166,33 @@ TEST_F(AdminGuardTest, BodyTrickledByteByByteIsCutAtTheTotalDeadline) {
     trickle.join();
     EXPECT_EQ(end, BlockingClient::ReadEnd::closed) << "got: " << data;
     EXPECT_LT(took, 5s) << "the connection outlived the 1 s request deadline by far";
+}
+
+// --- request bodies ------------------------------------------------------------------------
+
+TEST_F(AdminGuardTest, BodyThatNamesAKeyTwiceGets400) {
+    start();
+    auto r = api("POST", "/v1/vaults", R"({"name":"first","name":"second"})");
+    EXPECT_EQ(r.status, 400) << r.body;
+    EXPECT_EQ(json::parse(r.body)["error"]["code"], "duplicate_key") << r.body;
+    auto v = api("POST", "/v1/vaults", R"({"name":"guarded"})");
+    ASSERT_EQ(v.status, 201) << v.body;
+    const auto id = json::parse(v.body)["id"].get<std::string>();
+    ASSERT_EQ(api("POST", "/v1/vaults/" + id + "/credentials", R"({"name":"KEY","value":"v-123456"})").status, 201);
+    r = api("POST", "/v1/vaults/" + id + "/services",
+            R"({"host":"api.example.com","auth_config":{"type":"bearer","key":"KEY","key":"OTHER"}})");
+    EXPECT_EQ(r.status, 400) << r.body;
+    EXPECT_EQ(json::parse(r.body)["error"]["code"], "duplicate_key") << r.body;
+    r = api("POST", "/v1/sessions",
+            R"({"vault_ids":["guarded"],"egress_policy":{"allow_http":false,"allow_http":true}})");
+    EXPECT_EQ(r.status, 400) << r.body;
+    EXPECT_EQ(json::parse(r.body)["error"]["code"], "duplicate_key") << r.body;
+
+    const auto listed = api("GET", "/v1/vaults").body;
+    EXPECT_EQ(listed.find("first"), std::string::npos) << listed;
+    EXPECT_EQ(listed.find("second"), std::string::npos) << listed;
+    const auto shown = json::parse(api("GET", "/v1/vaults/" + id).body);
+    EXPECT_TRUE(shown["services"].empty()) << shown.dump();
 }
 
 }  // namespace

@@ -523,6 +523,26 @@ TEST_F(AdminApiTest, Services) {
     EXPECT_EQ(call("DELETE", "/v1/vaults/" + id + "/credentials/TOKEN").status, 204);
 }
 
+TEST_F(AdminApiTest, BodiesThatNameAKeyTwiceAreRefused) {
+    const std::string id = create_vault("v");
+    add_credential(id, "TOKEN", api_secret);
+    const int before = publishes();
+    const std::pair<std::string, std::string> requests[] = {
+        {"/v1/vaults", R"({"name":"a","name":"b"})"},
+        {"/v1/vaults/" + id + "/credentials", R"({"name":"K2","value":"x-LEAKME-1","value":"x-LEAKME-2"})"},
+        {"/v1/vaults/" + id + "/services",
+         R"({"host":"api.example.com","auth_config":{"type":"bearer","key":"TOKEN","key":"OTHER"}})"},
+        {"/v1/sessions", R"({"vault_ids":["v"],"egress_policy":{"allowed_domains":[],"allowed_domains":["*.x.org"]}})"},
+    };
+    for (const auto& [path, body] : requests) {
+        const auto r = call("POST", path, body);
+        EXPECT_EQ(r.status, 400) << path << ": " << r.body;
+        EXPECT_EQ(error_code(r), "duplicate_key") << path << ": " << r.body;
+    }
+    EXPECT_EQ(publishes(), before);
+    EXPECT_EQ(snapshot()->vaults.count("a") + snapshot()->vaults.count("b"), 0u);
+}
+
 TEST_F(AdminApiTest, ConfigVaultsAreReadOnly) {
     const std::string base = "/v1/vaults/cfgvault";
     const json service = {{"host", "x.example.com"}, {"auth_config", {{"type", "bearer"}, {"key", "CFG_KEY"}}}};
