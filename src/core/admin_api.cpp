@@ -6,6 +6,7 @@
 
 #include "vaultgate/diag_log.hpp"
 #include "vaultgate/json_codec.hpp"
+#include "vaultgate/service_binding.hpp"
 #include "vaultgate/validation.hpp"
 
 #include <nlohmann/json.hpp>
@@ -745,6 +746,8 @@ private:
         // The same rules as a config-file service; its messages never quote values.
         auto config = service_from_json(body.root(), &why);
         if (!config) fail(400, "invalid_service", why);
+        if (auto refusal = check_service_binding(config->host, config->port, own_listeners(config_)))
+            fail(400, refusal->code, "host: " + refusal->message);
         const auto& credentials = data_.vaults[index].credentials;
         const bool known = std::any_of(credentials.begin(), credentials.end(),
                                        [&](const StoredCredential& c) { return c.name == config->auth.key; });

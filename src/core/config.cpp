@@ -4,6 +4,7 @@
 #include "vaultgate/config.hpp"
 
 #include "vaultgate/address.hpp"
+#include "vaultgate/service_binding.hpp"
 #include "vaultgate/validation.hpp"
 
 #include <yaml-cpp/eventhandler.h>
@@ -594,6 +595,8 @@ private:
                 for (std::size_t j = 0; j < services.size(); ++j) {
                     const auto one = indexed(spath, j);
                     auto svc = parse_service(services[j], one, vault);
+                    if (auto refusal = check_service_binding(svc.host, svc.port, own_listeners(cfg)))
+                        fail(services[j]["host"].Mark(), child(one, "host"), refusal->message);
                     // Only the first of two identical bindings could ever apply.
                     for (std::size_t k = 0; k < vault.services.size(); ++k) {
                         const auto& other = vault.services[k];

@@ -1,7 +1,8 @@
 // What the admin listener refuses, through the real binary: requests without
 // the token (answered on the head, before any body byte), connections past
 // limits.admin_connections, bodies that take longer than limits.header_timeout
-// in all, and request bodies with duplicate keys.
+// in all, request bodies with duplicate keys, and services bound to addresses
+// or wildcards that would hand a credential to the wrong place.
 #include "harness.hpp"
 
 #include <gtest/gtest.h>
@@ -193,6 +194,79 @@ TEST_F(AdminGuardTest, BodyThatNamesAKeyTwiceGets400) {
     EXPECT_EQ(listed.find("second"), std::string::npos) << listed;
     const auto shown = json::parse(api("GET", "/v1/vaults/" + id).body);
     EXPECT_TRUE(shown["services"].empty()) << shown.dump();
+}
+
+// --- where a service may point ------------------------------------------------------------
+
+TEST_F(AdminGuardTest, ServicesOnThisMachineVaultgateOrAPublicSuffixAreRefused) {
+    start();
+    auto v = api("POST", "/v1/vaults", R"({"name":"guarded"})");
+    ASSERT_EQ(v.status, 201) << v.body;
+    const auto id = json::parse(v.body)["id"].get<std::string>();
+    ASSERT_EQ(api("POST", "/v1/vaults/" + id + "/credentials", R"({"name":"KEY","value":"v-123456"})").status, 201);
+    // The listeners are on 127.0.0.1 (ports chosen at start), so that address is
+    // vaultgate's own; other loopback addresses are this machine's.
+    const struct {
+        std::string host;
+        int port;
+        const char* code;
+    } refused[] = {
+        {"127.0.0.1", proc_->proxy_port(), "own_listener"},
+        {"127.0.0.1", proc_->admin_port(), "own_listener"},
+        {"127.0.0.2", 443, "forbidden_address"},
+        {"0.0.0.0", 443, "forbidden_address"},
+        {"[::1]", 443, "forbidden_address"},
+        {"localhost", 443, "forbidden_address"},
+        {"169.254.169.254", 80, "forbidden_address"},
+        {"[fd00:ec2::254]", 443, "forbidden_address"},
+        {"fe80::1", 443, "forbidden_address"},
+        {"*.co.uk", 443, "public_suffix_wildcard"},
+        {"*.github.io", 443, "public_suffix_wildcard"},
+    };
+    for (const auto& c : refused) {
+        const json body = {{"host", c.host}, {"port", c.port}, {"auth_config", {{"type", "bearer"}, {"key", "KEY"}}}};
+        auto r = api("POST", "/v1/vaults/" + id + "/services", body.dump());
+        EXPECT_EQ(r.status, 400) << c.host << ": " << r.body;
+        const json answer = json::parse(r.body, nullptr, false);
+        ASSERT_TRUE(answer.contains("error")) << r.body;
+        EXPECT_EQ(answer["error"]["code"], c.code) << c.host << ": " << r.body;
+        EXPECT_FALSE(answer["error"]["message"].get<std::string>().empty());
+    }
+    const auto shown = json::parse(api("GET", "/v1/vaults/" + id).body);
+    EXPECT_TRUE(shown["services"].empty()) << shown.dump();
+    // A registrable wildcard is fine.
+    auto ok = api("POST", "/v1/vaults/" + id + "/services",
+                  R"({"host":"*.example.co.uk","auth_config":{"type":"bearer","key":"KEY"}})");
+    EXPECT_EQ(ok.status, 201) << ok.body;
+}
+
+TEST_F(AdminGuardTest, BootstrapRefusesToBindASecretToTheMetadataAddress) {
+    start();
+    constexpr const char* secret = "sk-bootstrap-METADATA-0123456789";
+    proc_->forbid_in_stderr(secret);
+    const auto env = json{{"METADATA_URL", "https://169.254.169.254"}, {"METADATA_API_KEY", secret}}.dump();
+    auto boot = run_command({VAULTGATE_BINARY, "bootstrap", "--admin",
+                             "http://127.0.0.1:" + std::to_string(admin_port()), "--token-file",
+                             dir_.file("admin.token"), "--vault", "meta", "--format", "json"},
+                            env);
+    EXPECT_NE(boot.exit_code, 0) << boot.out;
+    EXPECT_NE(boot.err.find("forbidden_address"), std::string::npos) << boot.err;
+    EXPECT_NE(boot.err.find("169.254.169.254 is a cloud metadata address"), std::string::npos) << boot.err;
+    EXPECT_EQ(boot.out.find(secret), std::string::npos);
+    EXPECT_EQ(boot.err.find(secret), std::string::npos);
+    EXPECT_EQ(boot.out.find("HTTPS_PROXY"), std::string::npos) << "an env was printed: " << boot.out;
+}
+
+TEST_F(AdminGuardTest, ConfigFileServiceOnTheMetadataAddressIsAConfigError) {
+    auto yaml = serve_config(dir_, pki_, 443, 443);
+    const std::string bound = "      - host: api.bound.test\n";
+    yaml.replace(yaml.find(bound), bound.size(), "      - host: 169.254.169.254\n");
+    auto path = dir_.write("vaultgate.yaml", yaml);
+    auto check = run_command({VAULTGATE_BINARY, "check-config", "--config", path});
+    EXPECT_EQ(check.exit_code, 2) << check.out << check.err;
+    EXPECT_NE(check.err.find("vaults[0].services[0].host: 169.254.169.254 is a cloud metadata address"),
+              std::string::npos)
+        << check.err;
 }
 
 }  // namespace

@@ -233,6 +233,23 @@ const ErrorCase error_cases[] = {
     {"yaml_empty_second_document", "log: {}\n---\n", "t.yaml:2:1: ", "only one YAML document is allowed"},
     {"yaml_two_documents", "log: {}\n---\nlog: {}\n", "t.yaml:2:1: ", "only one YAML document is allowed"},
     {"top_level_list", "- a\n- b\n", "t.yaml:1:1: ", "expected a map of sections at the top level, got a list"},
+    // A credential is never bound to this machine, vaultgate itself or a public suffix.
+    {"service_on_loopback",
+     vault_prefix + "    services:\n      - host: 127.0.0.1\n        auth: { type: bearer, key: K }\n",
+     "t.yaml:6:15: ", "vaults[0].services[0].host: 127.0.0.1 is a loopback address"},
+    {"service_on_metadata",
+     vault_prefix + "    services:\n      - host: \"[fd00:ec2::254]\"\n        auth: { type: bearer, key: K }\n",
+     "t.yaml:6:15: ", "vaults[0].services[0].host: fd00:ec2::254 is a cloud metadata address"},
+    {"service_on_localhost",
+     vault_prefix + "    services:\n      - host: localhost\n        auth: { type: bearer, key: K }\n",
+     "t.yaml:6:15: ", "vaults[0].services[0].host: localhost names this machine"},
+    {"service_on_own_listener",
+     "listen:\n  proxy: 10.0.0.5:3128\n" + vault_prefix +
+         "    services:\n      - host: 10.0.0.5\n        port: 3128\n        auth: { type: bearer, key: K }\n",
+     "t.yaml:8:15: ", "10.0.0.5:3128 is one of vaultgate's own listeners"},
+    {"service_public_suffix_wildcard",
+     vault_prefix + "    services:\n      - host: \"*.co.uk\"\n        auth: { type: bearer, key: K }\n",
+     "t.yaml:6:15: ", "*.co.uk covers every domain under the public suffix co.uk"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Table, ConfigErrorTest, ::testing::ValuesIn(error_cases),
