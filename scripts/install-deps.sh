@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   cmake ninja-build g++ pkg-config
   libboost1.81-dev libssl-dev nlohmann-json3-dev libyaml-cpp-dev libidn2-dev
+  libpsl-dev publicsuffix
   libgtest-dev
   # fuzzing (scripts/fuzz.sh, CI)
   clang-14 libclang-rt-14-dev

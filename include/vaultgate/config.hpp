@@ -71,6 +71,7 @@ struct Limits {
     // so a pooled connection is rarely one the origin is about to close.
     std::chrono::milliseconds upstream_idle_timeout{30000};
     std::size_t worker_threads = 0;                      // 0 = auto, see auto_worker_threads()
+    std::size_t admin_connections = 64;                  // the admin listener's own cap
 };
 
 // The I/O thread count for worker_threads = 0: one per core (at least one).

@@ -15,6 +15,16 @@
 
 namespace vaultgate {
 
+enum class JsonTextError { none, invalid, duplicate_key };
+
+// Parses the text of a request body. No exception and no parser message is
+// made: those quote the text near the error, which may be a credential. An
+// object that names a key twice sets duplicate_key: parsers differ on which
+// value wins, so what is checked and what is used could differ. The tree is
+// returned as parsed even then, for the caller to wipe; on invalid it is a
+// discarded value.
+nlohmann::json parse_json_text(std::string_view text, JsonTextError* error);
+
 // {"host","port","path_prefix","auth_config":{"type",...},"redact_response"}.
 // Every key is written, so that the text says exactly what applies.
 nlohmann::json service_to_json(const ServiceConfig& service);

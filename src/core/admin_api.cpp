@@ -6,6 +6,7 @@
 
 #include "vaultgate/diag_log.hpp"
 #include "vaultgate/json_codec.hpp"
+#include "vaultgate/service_binding.hpp"
 #include "vaultgate/validation.hpp"
 
 #include <nlohmann/json.hpp>
@@ -158,11 +159,18 @@ class ParsedBody {
 public:
     explicit ParsedBody(const std::string& text) {
         if (nesting_depth(text) > max_body_depth) fail(400, "invalid_json", "the body is nested too deeply");
-        // Without exceptions: the parser's messages quote the text around the
-        // error, which may be a credential value.
-        root_ = json::parse(text, nullptr, false);
-        if (root_.is_discarded()) fail(400, "invalid_json", "the body is not valid JSON");
-        if (!root_.is_object()) fail(400, "invalid_request", "the body must be a JSON object");
+        JsonTextError error = JsonTextError::none;
+        root_ = parse_json_text(text, &error);
+        if (error == JsonTextError::invalid) fail(400, "invalid_json", "the body is not valid JSON");
+        // The destructor does not run when the constructor throws.
+        if (error == JsonTextError::duplicate_key) {
+            wipe_json(root_);
+            fail(400, "duplicate_key", "an object in the body names the same key twice");
+        }
+        if (!root_.is_object()) {
+            wipe_json(root_);
+            fail(400, "invalid_request", "the body must be a JSON object");
+        }
     }
     ~ParsedBody() { wipe_json(root_); }
     ParsedBody(const ParsedBody&) = delete;
@@ -738,6 +746,8 @@ private:
         // The same rules as a config-file service; its messages never quote values.
         auto config = service_from_json(body.root(), &why);
         if (!config) fail(400, "invalid_service", why);
+        if (auto refusal = check_service_binding(config->host, config->port, own_listeners(config_)))
+            fail(400, refusal->code, "host: " + refusal->message);
         const auto& credentials = data_.vaults[index].credentials;
         const bool known = std::any_of(credentials.begin(), credentials.end(),
                                        [&](const StoredCredential& c) { return c.name == config->auth.key; });

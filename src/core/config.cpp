@@ -4,6 +4,7 @@
 #include "vaultgate/config.hpp"
 
 #include "vaultgate/address.hpp"
+#include "vaultgate/service_binding.hpp"
 #include "vaultgate/validation.hpp"
 
 #include <yaml-cpp/eventhandler.h>
@@ -453,7 +454,7 @@ private:
             e, path,
             {"max_connections", "max_connections_per_client", "header_bytes", "header_count", "handshake_timeout",
              "header_timeout", "idle_timeout", "drain_timeout", "connect_timeout", "response_timeout",
-             "upstream_idle_timeout", "worker_threads"});
+             "upstream_idle_timeout", "worker_threads", "admin_connections"});
         constexpr auto any = std::numeric_limits<std::uint64_t>::max();
         auto count = [&](std::string_view key, std::size_t& out) {
             if (auto* p = find(f, key)) out = static_cast<std::size_t>(uint_value(*p, child(path, key), 1, any));
@@ -465,6 +466,7 @@ private:
         count("max_connections_per_client", limits.max_connections_per_client);
         count("header_bytes", limits.header_bytes);
         count("header_count", limits.header_count);
+        count("admin_connections", limits.admin_connections);
         duration("handshake_timeout", limits.handshake_timeout);
         duration("header_timeout", limits.header_timeout);
         duration("idle_timeout", limits.idle_timeout);
@@ -598,6 +600,8 @@ private:
                 for (std::size_t j = 0; j < services.size(); ++j) {
                     const auto one = indexed(spath, j);
                     auto svc = parse_service(services[j], one, vault);
+                    if (auto refusal = check_service_binding(svc.host, svc.port, own_listeners(cfg)))
+                        fail(services[j]["host"].Mark(), child(one, "host"), refusal->message);
                     // Only the first of two identical bindings could ever apply.
                     for (std::size_t k = 0; k < vault.services.size(); ++k) {
                         const auto& other = vault.services[k];

@@ -11,6 +11,7 @@
 
 #include <array>
 #include <span>
+#include <vector>
 
 namespace vaultgate {
 
@@ -184,6 +185,30 @@ std::optional<T> decode_or_error(const json& j, std::string* error, Decode decod
 }
 
 }  // namespace
+
+nlohmann::json parse_json_text(std::string_view text, JsonTextError* error) {
+    // The parser keeps one member per key, the last; an object that received
+    // more key events than it has members named one of them twice. Counting
+    // keeps no copy of a key.
+    std::vector<std::size_t> keys_seen;  // one count per open object, innermost last
+    bool duplicate = false;
+    const json::parser_callback_t count_keys = [&](int, json::parse_event_t event, json& parsed) {
+        if (event == json::parse_event_t::object_start) {
+            keys_seen.push_back(0);
+        } else if (event == json::parse_event_t::key && !keys_seen.empty()) {
+            ++keys_seen.back();
+        } else if (event == json::parse_event_t::object_end && !keys_seen.empty()) {
+            duplicate = duplicate || keys_seen.back() != parsed.size();
+            keys_seen.pop_back();
+        }
+        return true;
+    };
+    json root = json::parse(text, count_keys, false);
+    *error = root.is_discarded() ? JsonTextError::invalid
+             : duplicate         ? JsonTextError::duplicate_key
+                                 : JsonTextError::none;
+    return root;
+}
 
 std::string_view auth_type_name(AuthType type) {
     switch (type) {

@@ -75,15 +75,6 @@ std::string render(const AdminReply& reply, bool close) {
     return out;
 }
 
-// Collects a request body (bounded by the caller's Content-Length check).
-struct StringSink {
-    std::string* out;
-    awaitable<error_code> operator()(std::string_view piece) {
-        out->append(piece);
-        co_return error_code{};
-    }
-};
-
 AdminReply error_reply(int status, std::string_view code, std::string_view message) {
     AdminReply r;
     r.status = status;
@@ -101,8 +92,61 @@ bool token_matches(const RequestHead& req, const std::string& token) {
     return constant_time_equal(v, token);
 }
 
+// The connections one listener serves at once. Touched only on the admin
+// thread, which runs the accept loop and every connection.
+struct ConnectionSlots {
+    std::size_t open = 0;
+    std::size_t max = 0;
+    bool refusal_logged = false;  // since the last slot was freed: one line per episode, not per attempt
+};
+
+// One slot, held for as long as a connection's coroutine lives.
+class SlotHold {
+public:
+    explicit SlotHold(std::shared_ptr<ConnectionSlots> slots) : slots_(std::move(slots)) { ++slots_->open; }
+    SlotHold(SlotHold&& other) noexcept : slots_(std::move(other.slots_)) {}
+    SlotHold(const SlotHold&) = delete;
+    SlotHold& operator=(const SlotHold&) = delete;
+    SlotHold& operator=(SlotHold&&) = delete;
+    ~SlotHold() {
+        if (!slots_) return;
+        --slots_->open;
+        slots_->refusal_logged = false;
+    }
+
+private:
+    std::shared_ptr<ConnectionSlots> slots_;
+};
+
+// Reads a body of `length` bytes into `body` under the deadline the watchdog
+// got when the head started. It is not re-armed per read, so a sender that
+// trickles bytes is cut at the same moment as one that sends none.
 template <class Socket>
-awaitable<void> serve_admin_connection(Socket socket, AdminListener::Handler handler, std::optional<std::string> token) {
+awaitable<bool> read_body_within_deadline(Socket& socket, ReadBuffer& buf, std::size_t length, Watchdog& watchdog,
+                                          std::string& body) {
+    // Reserved up front: a growing string would leave copies of a credential behind.
+    body.reserve(length);
+    while (body.size() < length) {
+        if (buf.empty()) {
+            std::size_t len = 0;
+            char* space = buf.prepare(len);
+            auto [ec, n] = co_await read_some(socket, space, len);
+            buf.commit(n);
+            if (n == 0) co_return false;  // closed, failed, or cut by the watchdog
+            // The deadline may pass just as a read completes, too late to cancel it.
+            if (watchdog.expired()) co_return false;
+        }
+        auto take = std::min(length - body.size(), buf.size());
+        body.append(buf.view().substr(0, take));
+        buf.consume(take);
+    }
+    co_return true;
+}
+
+template <class Socket>
+awaitable<void> serve_admin_connection(Socket socket, [[maybe_unused]] SlotHold slot,
+                                       AdminListener::Handler handler, std::optional<std::string> token,
+                                       AdminLimits admin_limits) {
     auto watchdog = std::make_shared<Watchdog>(socket.get_executor());
     WatchdogStop stop_watchdog(watchdog);
     watchdog->start();
@@ -111,7 +155,8 @@ awaitable<void> serve_admin_connection(Socket socket, AdminListener::Handler han
     HeadLimits limits;
     limits.max_head_bytes = 16384;
     limits.max_request_line = 8192;
-    const HeadTimeouts timeouts{std::chrono::seconds(60), std::chrono::seconds(10)};
+    // `complete` runs from the first byte of a head to the end of its body.
+    const HeadTimeouts timeouts{std::chrono::seconds(60), admin_limits.request_timeout};
     for (;;) {
         RequestHead req;
         ParseResult parsed;
@@ -128,9 +173,15 @@ awaitable<void> serve_admin_connection(Socket socket, AdminListener::Handler han
         call.method = req.method;
         split_target(req.target, call);
         auto framing = request_framing(req);
-        bool authorised = call.path == "/healthz" || !token || token_matches(req, *token);
+        const bool has_body = framing.framing && framing.framing->kind != BodyKind::none &&
+                              !(framing.framing->kind == BodyKind::content_length && framing.framing->length == 0);
+        // Decided on the head alone: no byte of an unauthenticated body is read.
+        const bool authorised = !token || token_matches(req, *token) || (call.path == "/healthz" && !has_body);
         if (!framing.framing) {
             reply = error_reply(400, "bad_framing", framing.reason);
+            close = true;
+        } else if (!authorised) {
+            reply = error_reply(401, "unauthorized", "send Authorization: Bearer <admin token>");
             close = true;
         } else if (framing.framing->kind == BodyKind::chunked) {
             reply = error_reply(411, "length_required", "send the body with Content-Length");
@@ -140,22 +191,18 @@ awaitable<void> serve_admin_connection(Socket socket, AdminListener::Handler han
             close = true;
         } else {
             std::string body;
-            StringSink sink{&body};
-            if (framing.framing->kind == BodyKind::content_length) {
-                auto r = co_await read_fixed_body(socket, buf, framing.framing->length, *watchdog,
-                                                  std::chrono::seconds(10), sink);
-                if (r.outcome != BodyOutcome::ok) break;
+            const auto length = static_cast<std::size_t>(framing.framing->length);
+            const bool complete = co_await read_body_within_deadline(socket, buf, length, *watchdog, body);
+            if (!complete) {
+                wipe_string(body);
+                break;
             }
-            if (!authorised) {
-                reply = error_reply(401, "unauthorized", "send Authorization: Bearer <admin token>");
-            } else {
-                call.body = std::move(body);
-                try {
-                    reply = handler(call);
-                } catch (const std::exception& e) {
-                    log_error(std::string("admin: handler failed: ") + e.what());
-                    reply = error_reply(500, "internal_error", "the request could not be completed");
-                }
+            call.body = std::move(body);
+            try {
+                reply = handler(call);
+            } catch (const std::exception& e) {
+                log_error(std::string("admin: handler failed: ") + e.what());
+                reply = error_reply(500, "internal_error", "the request could not be completed");
             }
             // The body may have carried a credential value.
             wipe_string(call.body);
@@ -170,9 +217,26 @@ awaitable<void> serve_admin_connection(Socket socket, AdminListener::Handler han
 
 void log_admin_failure(std::exception_ptr e) { log_exception("admin: connection failed", e); }
 
+// Past the cap a connection is reset at once rather than left to wait in the
+// backlog: a refused client knows at once, and can retry once a slot is free.
+template <class Socket>
+void refuse_connection(Socket& socket, ConnectionSlots& slots) {
+    if (!slots.refusal_logged) {
+        log_warn("admin: " + std::to_string(slots.max) +
+                 " connections open (limits.admin_connections); refusing new ones until one closes");
+        slots.refusal_logged = true;
+    }
+    error_code ignored;
+    socket.set_option(asio::socket_base::linger(true, 0), ignored);
+    socket.close(ignored);
+}
+
 template <class Acceptor>
-awaitable<void> admin_accept_loop(Acceptor* acceptor, AdminListener::Handler handler, std::optional<std::string> token) {
+awaitable<void> admin_accept_loop(Acceptor* acceptor, AdminListener::Handler handler, std::optional<std::string> token,
+                                  AdminLimits limits) {
     asio::steady_timer backoff(acceptor->get_executor());
+    auto slots = std::make_shared<ConnectionSlots>();
+    slots->max = limits.max_connections;
     while (acceptor->is_open()) {
         auto [ec, socket] = co_await acceptor->async_accept(use_tuple);
         if (ec) {
@@ -182,16 +246,25 @@ awaitable<void> admin_accept_loop(Acceptor* acceptor, AdminListener::Handler han
             co_await backoff.async_wait(use_tuple);
             continue;
         }
+        if (slots->open >= slots->max) {
+            refuse_connection(socket, *slots);
+            continue;
+        }
         auto ex = socket.get_executor();
-        asio::co_spawn(ex, serve_admin_connection(std::move(socket), handler, token), log_admin_failure);
+        asio::co_spawn(ex, serve_admin_connection(std::move(socket), SlotHold(slots), handler, token, limits),
+                       log_admin_failure);
     }
 }
 
 }  // namespace
 
 AdminListener::AdminListener(asio::io_context& ioc, ListenAddress address, Handler handler,
-                             std::optional<std::string> token)
-    : ioc_(ioc), address_(std::move(address)), handler_(std::move(handler)), token_(std::move(token)) {}
+                             std::optional<std::string> token, AdminLimits limits)
+    : ioc_(ioc),
+      address_(std::move(address)),
+      handler_(std::move(handler)),
+      token_(std::move(token)),
+      limits_(limits) {}
 
 AdminListener::~AdminListener() {
     if (!address_.unix_path.empty() && unix_acceptor_) {
@@ -217,7 +290,7 @@ void AdminListener::start() {
         if (!ec) unix_acceptor_->listen(asio::socket_base::max_listen_connections, ec);
         if (ec) throw std::runtime_error("listen.admin: cannot listen on " + address_.to_string() + ": " + ec.message());
         ::chmod(address_.unix_path.c_str(), 0600);
-        asio::co_spawn(ioc_, admin_accept_loop(unix_acceptor_.get(), handler_, std::optional<std::string>{}),
+        asio::co_spawn(ioc_, admin_accept_loop(unix_acceptor_.get(), handler_, std::optional<std::string>{}, limits_),
                        log_admin_failure);
         return;
     }
@@ -232,7 +305,8 @@ void AdminListener::start() {
     if (!ec) tcp_acceptor_->bind(ep, ec);
     if (!ec) tcp_acceptor_->listen(asio::socket_base::max_listen_connections, ec);
     if (ec) throw std::runtime_error("listen.admin: cannot listen on " + address_.to_string() + ": " + ec.message());
-    asio::co_spawn(ioc_, admin_accept_loop(tcp_acceptor_.get(), handler_, token_), log_admin_failure);
+    asio::co_spawn(ioc_, admin_accept_loop(tcp_acceptor_.get(), handler_, token_, limits_),
+                   log_admin_failure);
 }
 
 void AdminListener::close() {

@@ -73,8 +73,11 @@ public:
         runtime_->self_endpoints.push_back(proxy_acceptor_->local_endpoint());
         if (options_.on_proxy_bound) options_.on_proxy_bound(proxy_acceptor_->local_endpoint().port());
         if (options_.admin_handler) {
+            const auto& limits = runtime_->config.limits;
+            const AdminLimits admin_limits{limits.admin_connections, limits.header_timeout};
             admin_listener_ = std::make_unique<AdminListener>(admin_context_, runtime_->config.listen_admin,
-                                                              options_.admin_handler, options_.admin_token);
+                                                              options_.admin_handler, options_.admin_token,
+                                                              admin_limits);
             admin_listener_->start();
             if (auto ep = admin_listener_->tcp_endpoint()) runtime_->self_endpoints.push_back(*ep);
             admin_thread_ = std::thread([this] {

@@ -523,6 +523,59 @@ TEST_F(AdminApiTest, Services) {
     EXPECT_EQ(call("DELETE", "/v1/vaults/" + id + "/credentials/TOKEN").status, 204);
 }
 
+TEST_F(AdminApiTest, ServicesAreNeverBoundToThisMachineVaultgateOrAPublicSuffix) {
+    const std::string id = create_vault("v");
+    add_credential(id, "TOKEN", api_secret);
+    // base_config listens on the defaults: proxy 127.0.0.1:3128, admin 127.0.0.1:3190.
+    const struct {
+        const char* host;
+        int port;
+        const char* code;
+    } refused[] = {
+        {"127.0.0.1", 443, "forbidden_address"},      {"0.0.0.0", 443, "forbidden_address"},
+        {"::1", 443, "forbidden_address"},            {"[::1]", 443, "forbidden_address"},
+        {"169.254.169.254", 443, "forbidden_address"}, {"[fd00:ec2::254]", 443, "forbidden_address"},
+        {"fe80::1", 443, "forbidden_address"},        {"localhost", 443, "forbidden_address"},
+        {"LocalHost.", 443, "forbidden_address"},     {"127.0.0.1", 3128, "own_listener"},
+        {"127.0.0.1", 3190, "own_listener"},          {"*.co.uk", 443, "public_suffix_wildcard"},
+        {"*.github.io", 443, "public_suffix_wildcard"},
+    };
+    for (const auto& c : refused) {
+        const json body = {{"host", c.host}, {"port", c.port}, {"auth_config", {{"type", "bearer"}, {"key", "TOKEN"}}}};
+        const auto r = call("POST", "/v1/vaults/" + id + "/services", body.dump());
+        EXPECT_EQ(r.status, 400) << c.host << ": " << r.body;
+        EXPECT_EQ(error_code(r), c.code) << c.host << ": " << r.body;
+        EXPECT_TRUE(parse(r)["error"]["message"].get<std::string>().starts_with("host: ")) << r.body;
+    }
+    // "*.com" is refused earlier, by the host rule itself.
+    EXPECT_EQ(error_code(call("POST", "/v1/vaults/" + id + "/services",
+                              json{{"host", "*.com"}, {"auth_config", {{"type", "bearer"}, {"key", "TOKEN"}}}}.dump())),
+              "invalid_service");
+    EXPECT_TRUE(snapshot()->vaults.at("v").services.empty());
+    for (const char* host : {"*.example.co.uk", "10.1.2.3", "api.example.com"}) add_service(id, host, "TOKEN");
+    EXPECT_EQ(snapshot()->vaults.at("v").services.size(), 3u);
+}
+
+TEST_F(AdminApiTest, BodiesThatNameAKeyTwiceAreRefused) {
+    const std::string id = create_vault("v");
+    add_credential(id, "TOKEN", api_secret);
+    const int before = publishes();
+    const std::pair<std::string, std::string> requests[] = {
+        {"/v1/vaults", R"({"name":"a","name":"b"})"},
+        {"/v1/vaults/" + id + "/credentials", R"({"name":"K2","value":"x-LEAKME-1","value":"x-LEAKME-2"})"},
+        {"/v1/vaults/" + id + "/services",
+         R"({"host":"api.example.com","auth_config":{"type":"bearer","key":"TOKEN","key":"OTHER"}})"},
+        {"/v1/sessions", R"({"vault_ids":["v"],"egress_policy":{"allowed_domains":[],"allowed_domains":["*.x.org"]}})"},
+    };
+    for (const auto& [path, body] : requests) {
+        const auto r = call("POST", path, body);
+        EXPECT_EQ(r.status, 400) << path << ": " << r.body;
+        EXPECT_EQ(error_code(r), "duplicate_key") << path << ": " << r.body;
+    }
+    EXPECT_EQ(publishes(), before);
+    EXPECT_EQ(snapshot()->vaults.count("a") + snapshot()->vaults.count("b"), 0u);
+}
+
 TEST_F(AdminApiTest, ConfigVaultsAreReadOnly) {
     const std::string base = "/v1/vaults/cfgvault";
     const json service = {{"host", "x.example.com"}, {"auth_config", {{"type", "bearer"}, {"key", "CFG_KEY"}}}};

@@ -233,6 +233,23 @@ const ErrorCase error_cases[] = {
     {"yaml_empty_second_document", "log: {}\n---\n", "t.yaml:2:1: ", "only one YAML document is allowed"},
     {"yaml_two_documents", "log: {}\n---\nlog: {}\n", "t.yaml:2:1: ", "only one YAML document is allowed"},
     {"top_level_list", "- a\n- b\n", "t.yaml:1:1: ", "expected a map of sections at the top level, got a list"},
+    // A credential is never bound to this machine, vaultgate itself or a public suffix.
+    {"service_on_loopback",
+     vault_prefix + "    services:\n      - host: 127.0.0.1\n        auth: { type: bearer, key: K }\n",
+     "t.yaml:6:15: ", "vaults[0].services[0].host: 127.0.0.1 is a loopback address"},
+    {"service_on_metadata",
+     vault_prefix + "    services:\n      - host: \"[fd00:ec2::254]\"\n        auth: { type: bearer, key: K }\n",
+     "t.yaml:6:15: ", "vaults[0].services[0].host: fd00:ec2::254 is a cloud metadata address"},
+    {"service_on_localhost",
+     vault_prefix + "    services:\n      - host: localhost\n        auth: { type: bearer, key: K }\n",
+     "t.yaml:6:15: ", "vaults[0].services[0].host: localhost names this machine"},
+    {"service_on_own_listener",
+     "listen:\n  proxy: 10.0.0.5:3128\n" + vault_prefix +
+         "    services:\n      - host: 10.0.0.5\n        port: 3128\n        auth: { type: bearer, key: K }\n",
+     "t.yaml:8:15: ", "10.0.0.5:3128 is one of vaultgate's own listeners"},
+    {"service_public_suffix_wildcard",
+     vault_prefix + "    services:\n      - host: \"*.co.uk\"\n        auth: { type: bearer, key: K }\n",
+     "t.yaml:6:15: ", "*.co.uk covers every domain under the public suffix co.uk"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Table, ConfigErrorTest, ::testing::ValuesIn(error_cases),
@@ -288,6 +305,7 @@ TEST(ConfigTest, EmptyMapGivesDefaults) {
         EXPECT_EQ(c.limits.response_timeout, 60s);
         EXPECT_EQ(c.limits.upstream_idle_timeout, 30s);
         EXPECT_EQ(c.limits.worker_threads, 0u);
+        EXPECT_EQ(c.limits.admin_connections, 64u);
         // No sessions, vaults or policies unless written down: then every
         // request needs Proxy-Authorization.
         EXPECT_TRUE(c.vaults.empty());
@@ -354,6 +372,14 @@ upstream:
     ASSERT_EQ(c.upstream_resolve.size(), 2u);
     EXPECT_EQ(c.upstream_resolve.at("api.example.com"), "192.0.2.10");
     EXPECT_EQ(c.upstream_resolve.at("v6.example.com"), "2001:db8::1");
+}
+
+TEST(ConfigTest, AdminConnectionsIsACountOfItsOwn) {
+    const Config c = parse_config("limits:\n  admin_connections: 4\n  max_connections: 100\n", "a.yaml");
+    EXPECT_EQ(c.limits.admin_connections, 4u);
+    EXPECT_EQ(c.limits.max_connections, 100u);
+    EXPECT_THROW(parse_config("limits:\n  admin_connections: 0\n", "a.yaml"), ConfigError);
+    EXPECT_THROW(parse_config("limits:\n  admin_connections: many\n", "a.yaml"), ConfigError);
 }
 
 TEST(ConfigTest, WorkerThreadsAreAutoOrACountUpTo256) {

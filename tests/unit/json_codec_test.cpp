@@ -363,5 +363,37 @@ TEST(JsonCodecText, RulesAndCidrsPrintAsTheyParse) {
     EXPECT_EQ(auth_type_name(AuthType::query), "query");
 }
 
+// --- request body text ---
+
+TEST(JsonCodecTest, ParseJsonTextRefusesAKeyNamedTwiceAtAnyDepth) {
+    const struct {
+        const char* text;
+        JsonTextError expected;
+    } cases[] = {
+        {R"({"name":"a"})", JsonTextError::none},
+        {R"({"name":"a","Name":"b","nested":{"name":"c"},"list":[{"name":"d"},{"name":"e"}]})", JsonTextError::none},
+        {R"({})", JsonTextError::none},
+        {R"([1,2])", JsonTextError::none},
+        {R"({"name":"a","name":"b"})", JsonTextError::duplicate_key},
+        {R"({"name":"a","name":"a"})", JsonTextError::duplicate_key},
+        {R"({"auth_config":{"type":"bearer","key":"K","key":"L"}})", JsonTextError::duplicate_key},
+        {R"({"egress_policy":{"allowed_domains":[],"allowed_domains":["x.example.com"]}})",
+         JsonTextError::duplicate_key},
+        {R"({"list":[{"a":1},{"b":2,"b":3}]})", JsonTextError::duplicate_key},
+        {R"({"a":{"k":1},"b":{"k":2},"c":1,"c":2})", JsonTextError::duplicate_key},
+        // The same key escaped differently is still the same key.
+        {R"({"name":"a","n\u0061me":"b"})", JsonTextError::duplicate_key},
+        {R"({"name":)", JsonTextError::invalid},
+        {"", JsonTextError::invalid},
+    };
+    for (const auto& c : cases) {
+        JsonTextError error = JsonTextError::none;
+        const json parsed = parse_json_text(c.text, &error);
+        EXPECT_EQ(error, c.expected) << c.text;
+        if (c.expected == JsonTextError::none) EXPECT_EQ(parsed, json::parse(c.text)) << c.text;
+        if (c.expected == JsonTextError::invalid) EXPECT_TRUE(parsed.is_discarded()) << c.text;
+    }
+}
+
 }  // namespace
 }  // namespace vaultgate
