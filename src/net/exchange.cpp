@@ -2,6 +2,16 @@
 
 namespace vaultgate::net {
 
+namespace {
+
+// Proxy-* fields are for vaultgate, never for the origin: Proxy-Authorization
+// holds the session token. '_' counts as '-', as some servers read it.
+bool is_proxy_field(std::string_view name) {
+    return name.size() >= 6 && iequals(name.substr(0, 5), "proxy") && (name[5] == '-' || name[5] == '_');
+}
+
+}  // namespace
+
 OutgoingHead build_outgoing_head(RequestHead&& client_head, std::string origin_form, std::string host_header,
                                  const BodyFraming& framing, bool websocket, bool strip_accept_encoding) {
     OutgoingHead out;
@@ -15,8 +25,8 @@ OutgoingHead build_outgoing_head(RequestHead&& client_head, std::string origin_f
     up.headers.reserve(client_head.headers.size() + 3);
     up.headers.push_back({"Host", std::move(host_header)});
     for (auto& h : client_head.headers) {
-        if (is_hop_by_hop(h.name) || listed_in(tokens, h.name) || iequals(h.name, "content-length") ||
-            iequals(h.name, "host"))
+        if (is_hop_by_hop(h.name) || is_proxy_field(h.name) || listed_in(tokens, h.name) ||
+            iequals(h.name, "content-length") || iequals(h.name, "host"))
             continue;
         if (iequals(h.name, "expect")) {
             if (iequals(h.value, "100-continue")) out.expect_continue = true;

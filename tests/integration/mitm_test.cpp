@@ -658,6 +658,22 @@ TEST_F(MitmTest, Http10ClientGetsAClosedResponse) {
     EXPECT_TRUE(c->closed_by_peer());
 }
 
+// Every Proxy-* field is for the proxy: none reaches the origin, in any letter
+// case or spelled with '_'.
+TEST_F(MitmTest, ProxyFieldsAreNeverForwarded) {
+    auto c = open_bound();
+    c->write(get("/echo", "Proxy-Foo: a\r\nPROXY-STATUS: b\r\nProxy_Authorization: Basic Yjpj\r\n"
+                          "Proxy-Authorization: Basic ZDpl\r\nX-Proxy-Kept: f\r\n"));
+    auto r = c->read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    auto reqs = bound_.requests();
+    ASSERT_EQ(reqs.size(), 1u);
+    for (const char* name : {"proxy-foo", "proxy-status", "proxy_authorization", "proxy-authorization"})
+        EXPECT_TRUE(reqs[0].header_values(name).empty()) << name;
+    EXPECT_EQ(reqs[0].header_values("x-proxy-kept"), std::vector<std::string>{"f"});
+}
+
 TEST_F(MitmTest, TraceToABoundHostIs405) {
     auto c = open_bound();
     c->write("TRACE /echo HTTP/1.1\r\nHost: " + bound_authority() + "\r\n\r\n");
