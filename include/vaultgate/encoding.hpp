@@ -37,4 +37,7 @@ std::size_t percent_encoded_size(std::string_view in);
 void append_percent_encoded(std::string& out, std::string_view in, bool upper_hex = true);
 std::string percent_encode(std::string_view in, bool upper_hex = true);
 
+// Every byte as two hex digits, upper- or lower-case (capacity reserved first).
+std::string hex_encode(std::string_view in, bool upper_hex);
+
 }  // namespace vaultgate

@@ -25,6 +25,7 @@ namespace vaultgate {
 //     also with "\/";
 //   - the percent-encoding of every byte outside RFC 3986 "unreserved", once
 //     with upper-case and once with lower-case hex digits;
+//   - hex, every byte as two digits, once lower-case and once upper-case;
 //   - the forms JSON encoders write inside a string by default: '"' and '\'
 //     escaped (all of them); also '/' as "\/" and non-ASCII as \uXXXX (PHP,
 //     each alone too; "\/" also in standard base64); '<', '>', '&', U+2028
@@ -33,7 +34,7 @@ namespace vaultgate {
 // Forms that coincide are kept once. For basic auth, pass the injected
 // "user:secret" string as an extra secret: its base64 is what a server echoes.
 //
-// Not covered: mixed-case hex in one percent-encoded copy, '+' for space
+// Not covered: mixed-case hex in one percent-encoded or hex copy, '+' for space
 // (form encoding), HTML entities, other combinations of those JSON styles,
 // the base64 of a secret of 6 bytes or fewer inside a larger base64 text (too
 // few characters are its own at some alignment), base64 wrapped into lines

@@ -102,4 +102,16 @@ std::string percent_encode(std::string_view in, bool upper_hex) {
     return out;
 }
 
+std::string hex_encode(std::string_view in, bool upper_hex) {
+    const char* digits = upper_hex ? "0123456789ABCDEF" : "0123456789abcdef";
+    std::string out;
+    out.reserve(2 * in.size());
+    for (const char ch : in) {
+        const auto c = static_cast<unsigned char>(ch);
+        out += digits[c >> 4];
+        out += digits[c & 15];
+    }
+    return out;
+}
+
 }  // namespace vaultgate

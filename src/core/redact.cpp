@@ -119,7 +119,7 @@ RedactionPatterns::RedactionPatterns(const std::vector<Secret>& secrets, std::st
     // strings and leave their bytes in the freed buffer. add_form refuses
     // rather than grow, so a form added below without raising this count fails
     // loudly in the tests instead of leaving copies.
-    constexpr std::size_t max_forms_per_secret = 26;
+    constexpr std::size_t max_forms_per_secret = 28;
     forms.reserve(secrets.size() * max_forms_per_secret);
     auto add_form = [&](std::string form) {
         if (forms.size() == forms.capacity()) {
@@ -144,6 +144,9 @@ RedactionPatterns::RedactionPatterns(const std::vector<Secret>& secrets, std::st
         add_form(base64_encode(raw, Base64Alphabet::url, false));
         add_form(percent_encode(raw, true));
         add_form(percent_encode(raw, false));
+        // Hex: how a server dumps bytes it does not take for text (a debug echo, a hash input).
+        add_form(hex_encode(raw, false));
+        add_form(hex_encode(raw, true));
         // Inside a JSON string. Standard base64 may hold '/', which PHP escapes;
         // the other forms hold nothing a JSON encoder changes.
         constexpr JsonStyle minimal{}, slash{.slash = true}, html{.html = true}, non_ascii{.non_ascii = true},

@@ -71,6 +71,29 @@ inline bool listed_in(const std::vector<std::string>& tokens, std::string_view n
     return false;
 }
 
+// Informational (1xx) responses the origin may send before its final one: past
+// this, an origin that never stops sending them is cut off with a 502.
+inline constexpr int max_informational_responses = 32;
+
+// Whether the response's content coding is unambiguously identity: no
+// Content-Encoding field, or exactly one holding only "identity" (any case).
+// Several fields or a list are refused, whatever they name: a client may
+// decode them in another order or not at all.
+bool content_coding_is_identity(const ResponseHead& head);
+
+// The head as the client gets it. With a redactor, the secret is first
+// replaced in the reason phrase and in every field name and value (a field
+// whose name is no token once redacted is dropped); nullopt when the
+// serialised head still holds it (a copy that spans a field boundary).
+std::optional<std::string> serialize_for_client(ResponseHead& head, const Redactor* redactor);
+
+// The 1xx head to pass to the client: hop-by-hop fields removed, redacted.
+// nullopt when it goes nowhere: a 100 (vaultgate answers Expect itself), an
+// HTTP/1.0 client (it expects no 1xx, RFC 9110 section 15.2), or a head that
+// redaction cannot clean (it is informational only, so dropping it is safe).
+std::optional<std::string> informational_for_client(ResponseHead& info, int client_version_minor,
+                                                    const Redactor* redactor);
+
 // What the exchange needs to know about the request it forwards.
 struct ExchangeRequest {
     const RequestHead* client_head;   // the client's method and version (a summary: no headers)
@@ -236,9 +259,9 @@ awaitable<BodyResult> read_response_body(ExchangeIo<Client, Upstream>& io, const
 template <class Client, class Upstream>
 awaitable<void> relay_response(ExchangeIo<Client, Upstream>& io, const ExchangeRequest& req, bool draining,
                                ExchangeResult& result) {
-    // Informational 100s are the proxy's to send (it answered Expect itself).
     auto sent_at = clock::now();
     ResponseHead resp;
+    int informational = 0;
     for (;;) {
         ParseResult parsed;
         auto outcome = co_await read_head(*io.upstream, io.upstream_buf, resp, parse_response_head, HeadLimits{},
@@ -253,11 +276,16 @@ awaitable<void> relay_response(ExchangeIo<Client, Upstream>& io, const ExchangeR
             co_return;
         }
         if (resp.status >= 100 && resp.status < 200 && resp.status != 101) {
-            if (resp.status != 100) {
-                ResponseHead info = resp;
-                std::erase_if(info.headers, [](const Header& h) { return is_hop_by_hop(h.name); });
-                co_await write_all(io.client, serialize_response_head(info), io.watchdog, io.limits.idle_timeout);
+            if (++informational > max_informational_responses) {
+                io.drop_upstream();
+                co_await reply_error(io, 502, "bad_upstream_response",
+                                     "the origin sent too many informational (1xx) responses");
+                result.status = 502;
+                result.reason = "too_many_informational_responses";
+                co_return;
             }
+            if (auto info = informational_for_client(resp, req.client_head->version_minor, req.redactor))
+                co_await write_all(io.client, *info, io.watchdog, io.limits.idle_timeout);
             resp = ResponseHead{};
             continue;
         }
@@ -308,20 +336,13 @@ awaitable<void> relay_response(ExchangeIo<Client, Upstream>& io, const ExchangeR
     const auto& rf = *rframing.framing;
     if (req.redactor) {
         // A compressed body cannot be scanned; refusing beats passing it unscanned.
-        auto encoding = resp.get("content-encoding");
-        if (encoding && !iequals(*encoding, "identity")) {
+        if (!content_coding_is_identity(resp)) {
             io.drop_upstream();
             co_await reply_error(io, 502, "compressed_response_refused",
                                  "the origin sent a compressed response to a redacted service");
             result.status = 502;
             result.reason = "compressed_response_refused";
             co_return;
-        }
-        for (auto& h : resp.headers) {
-            if (!req.redactor->contains_secret(h.value)) continue;
-            auto clean = req.redactor->redact_all(h.value);
-            wipe_string(h.value);
-            h.value = std::move(clean);
         }
     }
     bool upstream_close = rf.kind == BodyKind::until_close || wants_close(resp.headers, resp.version_minor);
@@ -346,10 +367,19 @@ awaitable<void> relay_response(ExchangeIo<Client, Upstream>& io, const ExchangeR
         out.headers.push_back({"Content-Length", std::to_string(rf.length)});
     else if (rechunk) out.headers.push_back({"Transfer-Encoding", "chunked"});
     if (close_after) out.headers.push_back({"Connection", "close"});
+    auto head_text = serialize_for_client(out, req.redactor);
+    if (!head_text) {
+        io.drop_upstream();
+        co_await reply_error(io, 502, "unredactable_response",
+                             "the origin's response head holds the credential in a form that cannot be redacted");
+        result.status = 502;
+        result.reason = "unredactable_response";
+        co_return;
+    }
     result.status = resp.status;
 
     BodyWriter<Client> to_client{&io.client, &io.watchdog, io.limits.idle_timeout, rechunk, &io.write_buffer,
-                                 serialize_response_head(out)};
+                                 std::move(*head_text)};
     // The head waits for the body only when body bytes are already here (or
     // there is no body): a stream (SSE) whose first event comes later must not
     // keep its head from the client meanwhile. Nor may redaction, which holds

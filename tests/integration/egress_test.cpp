@@ -165,7 +165,7 @@ TEST_F(PlainHttpTest, ForwardedWhenAllowedAndNeverInjected) {
     yaml = replace_all(yaml, "    other.test: 127.0.0.1\n", "    other.test: 127.0.0.1\n    plain.test: 127.0.0.1\n");
     proxy_ = std::make_unique<ProxyUnderTest>(yaml);
     auto res = run_command({"curl", "-sS", "--max-time", "20", "-x", "http://127.0.0.1:" + std::to_string(proxy_->port()),
-                            "-H", "x-api-key: placeholder", "-H", "Proxy-Connection: keep-alive",
+                            "-H", "x-api-key: placeholder", "-H", "Proxy-Connection: keep-alive", "-H", "Proxy-Foo: bar",
                             "http://plain.test:" + std::to_string(plain_.port()) + "/echo?q=1"});
     EXPECT_EQ(res.exit_code, 0) << res.err;
     EXPECT_EQ(res.out, "ok");
@@ -174,6 +174,7 @@ TEST_F(PlainHttpTest, ForwardedWhenAllowedAndNeverInjected) {
     EXPECT_EQ(reqs[0].target, "/echo?q=1");
     EXPECT_EQ(reqs[0].header_values("x-api-key"), std::vector<std::string>{"placeholder"});
     EXPECT_TRUE(reqs[0].header_values("proxy-connection").empty());
+    EXPECT_TRUE(reqs[0].header_values("proxy-foo").empty());
     EXPECT_EQ(plain_.raw().find(test_secret), std::string::npos);
     EXPECT_TRUE(proxy_->wait_for_log("\"ingress\":\"http\""));
     // The query string never reaches the log.

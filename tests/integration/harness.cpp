@@ -223,6 +223,11 @@ void RecordingUpstream::limit_to_tls12() {
     SSL_CTX_set_max_proto_version(tls_.native_handle(), TLS1_2_VERSION);
 }
 
+void RecordingUpstream::script_response(std::string raw) {
+    std::lock_guard lock(mutex_);
+    scripted_ = std::move(raw);
+}
+
 std::string RecordingUpstream::last_cipher() const {
     std::lock_guard lock(mutex_);
     return last_cipher_;
@@ -366,6 +371,13 @@ void RecordingUpstream::serve_stream(Stream& stream) {
             stream.lowest_layer().set_option(asio::socket_base::linger(true, 0), ec);
             stream.lowest_layer().close(ec);
             return;
+        } else if (path == "/scripted") {
+            std::string scripted;
+            {
+                std::lock_guard lock(mutex_);
+                scripted = scripted_;
+            }
+            send(scripted);
         } else if (path == "/gzip") {
             send("HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 4\r\n\r\nabcd");
         } else if (path == "/then-close") {

@@ -75,6 +75,7 @@ struct ReceivedRequest {
 //   /reflect?split=N  echoes the x-api-key value back raw, base64 and URL-encoded
 //                  in a chunked body cut at byte N, and in Location and Set-Cookie
 //   /gzip          200 with Content-Encoding: gzip
+//   /scripted      the bytes last given to script_response(), as they are
 // Everything received is recorded raw as well. With an empty cert_file it
 // speaks plain HTTP instead of TLS.
 class RecordingUpstream {
@@ -91,6 +92,8 @@ public:
     // Connections whose serving ended: the peer closed, or a read failed.
     std::size_t connections_ended() const { return connections_ended_; }
     void release_sse();
+    // What /scripted answers, byte for byte (1xx heads, odd framing, ...).
+    void script_response(std::string raw);
     // Handshakes offer TLS 1.2 at most (and, as by default, take the client's
     // first suite they support, as nginx does). Call before the first connection.
     void limit_to_tls12();
@@ -113,6 +116,7 @@ private:
     mutable std::mutex mutex_;
     std::condition_variable sse_cv_;
     bool sse_released_ = false;
+    std::string scripted_;
     std::vector<ReceivedRequest> requests_;
     std::string raw_;
     std::atomic<std::size_t> connections_{0};

@@ -658,6 +658,68 @@ TEST_F(MitmTest, Http10ClientGetsAClosedResponse) {
     EXPECT_TRUE(c->closed_by_peer());
 }
 
+// A 103 reaches an HTTP/1.1 client before the final response; an HTTP/1.0
+// client, which expects no 1xx, gets only the final one.
+TEST_F(MitmTest, InformationalResponsesReachOnlyHttp11Clients) {
+    bound_.script_response("HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n"
+                           "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+    auto c = open_bound();
+    c->write(get("/scripted"));
+    auto hint = c->read_response();
+    ASSERT_TRUE(hint);
+    EXPECT_EQ(hint->status, 103);
+    EXPECT_NE(hint->head.find("Link: </style.css>; rel=preload"), std::string::npos) << hint->head;
+    auto final_response = c->read_response();
+    ASSERT_TRUE(final_response);
+    EXPECT_EQ(final_response->status, 200);
+
+    auto old = open_bound();
+    old->write("GET /scripted HTTP/1.0\r\nHost: " + bound_authority() + "\r\n\r\n");
+    auto r = old->read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200) << r->head;
+    EXPECT_EQ(r->body, "ok");
+    EXPECT_TRUE(old->closed_by_peer());
+}
+
+// An origin that keeps sending 1xx responses is cut off after 32 of them.
+TEST_F(MitmTest, EndlessInformationalResponsesEndIn502) {
+    std::string script;
+    for (int i = 0; i < 40; ++i) script += "HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n";
+    bound_.script_response(script + "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+    auto c = open_bound();
+    c->write(get("/scripted"));
+    int hints = 0;
+    std::optional<RawClient::Response> r;
+    for (int i = 0; i < 64; ++i) {
+        r = c->read_response();
+        if (!r || r->status != 103) break;
+        ++hints;
+    }
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 502) << r->head;
+    EXPECT_NE(r->body.find("informational"), std::string::npos) << r->body;
+    EXPECT_EQ(hints, 32);
+    EXPECT_TRUE(c->closed_by_peer());
+    EXPECT_TRUE(proxy_->wait_for_log("\"reason\":\"too_many_informational_responses\""));
+}
+
+// Every Proxy-* field is for the proxy: none reaches the origin, in any letter
+// case or spelled with '_'.
+TEST_F(MitmTest, ProxyFieldsAreNeverForwarded) {
+    auto c = open_bound();
+    c->write(get("/echo", "Proxy-Foo: a\r\nPROXY-STATUS: b\r\nProxy_Authorization: Basic Yjpj\r\n"
+                          "Proxy-Authorization: Basic ZDpl\r\nX-Proxy-Kept: f\r\n"));
+    auto r = c->read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    auto reqs = bound_.requests();
+    ASSERT_EQ(reqs.size(), 1u);
+    for (const char* name : {"proxy-foo", "proxy-status", "proxy_authorization", "proxy-authorization"})
+        EXPECT_TRUE(reqs[0].header_values(name).empty()) << name;
+    EXPECT_EQ(reqs[0].header_values("x-proxy-kept"), std::vector<std::string>{"f"});
+}
+
 TEST_F(MitmTest, TraceToABoundHostIs405) {
     auto c = open_bound();
     c->write("TRACE /echo HTTP/1.1\r\nHost: " + bound_authority() + "\r\n\r\n");

@@ -1,6 +1,7 @@
 // redact_response: an origin that reflects the injected key (raw, base64,
-// URL-encoded; in the body cut at every offset, in Location and Set-Cookie)
-// never gets it to the client; a compressed answer is refused.
+// URL-encoded, hex; in the body cut at every offset, in Location and
+// Set-Cookie, in 1xx heads, the reason phrase and header names) never gets it
+// to the client; a compressed answer, or one whose coding is ambiguous, is refused.
 #include "harness.hpp"
 
 #include <gtest/gtest.h>
@@ -38,6 +39,23 @@ protected:
     // reach an access-log line.
     void TearDown() override {
         EXPECT_EQ(stop_and_read_access_log(proxy_).find(test_secret), std::string::npos);
+    }
+
+    // Answers one request for /scripted with `raw` and returns every byte of
+    // every response the client read (1xx heads too), up to the final one.
+    std::string scripted_exchange(const std::string& raw, int& final_status) {
+        redacting_.script_response(raw);
+        auto c = open("redact.test", redacting_.port());
+        c->write("GET /scripted HTTP/1.1\r\nHost: redact.test:" + std::to_string(redacting_.port()) + "\r\n\r\n");
+        std::string seen;
+        final_status = 0;
+        for (int i = 0; i < 64 && final_status < 200; ++i) {
+            auto r = c->read_response();
+            if (!r) break;
+            seen += r->head + r->body;
+            if (r->status >= 200) final_status = r->status;
+        }
+        return seen;
     }
 
     std::unique_ptr<RawClient> open(const std::string& host, std::uint16_t port) {
@@ -110,6 +128,100 @@ TEST_F(RedactTest, CompressedResponseToARedactedServiceIs502) {
     EXPECT_EQ(r->status, 502);
     EXPECT_NE(r->body.find("compressed_response_refused"), std::string::npos);
     EXPECT_EQ(r->body.find("abcd"), std::string::npos);
+}
+
+// The test secret as hex, as a server dumps bytes it does not take for text.
+const std::string secret_hex_lower = "736b2d7265616c2f5345435245542b396638653d3764366335623461";
+const std::string secret_hex_upper = "736B2D7265616C2F5345435245542B396638653D3764366335623461";
+
+void expect_no_secret(const std::string& seen) {
+    EXPECT_EQ(seen.find(test_secret), std::string::npos) << seen;
+    EXPECT_EQ(seen.find(secret_hex_lower), std::string::npos) << seen;
+    EXPECT_EQ(seen.find(secret_hex_upper), std::string::npos) << seen;
+}
+
+TEST_F(RedactTest, HexFormsOfTheSecretInTheBodyAreRedacted) {
+    const std::string body = "lower=" + secret_hex_lower + " upper=" + secret_hex_upper;
+    int status = 0;
+    auto seen = scripted_exchange(
+        "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body, status);
+    EXPECT_EQ(status, 200);
+    expect_no_secret(seen);
+    EXPECT_NE(seen.find("lower=vaultgate-placeholder-BENCH_KEY upper=vaultgate-placeholder-BENCH_KEY"),
+              std::string::npos) << seen;
+}
+
+TEST_F(RedactTest, SecretInAnEarlyHintsHeadIsRedacted) {
+    int status = 0;
+    auto seen = scripted_exchange(std::string("HTTP/1.1 103 Early Hints\r\nLink: <https://cdn.test/?k=") +
+                                      test_secret + ">; rel=preload\r\nX-Hex: " + secret_hex_upper +
+                                      "\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+                                  status);
+    EXPECT_EQ(status, 200);
+    expect_no_secret(seen);
+    // The hint itself still arrives, with the placeholder in it.
+    EXPECT_NE(seen.find("HTTP/1.1 103 Early Hints"), std::string::npos) << seen;
+    EXPECT_NE(seen.find("Link: <https://cdn.test/?k=vaultgate-placeholder-BENCH_KEY>"), std::string::npos) << seen;
+}
+
+TEST_F(RedactTest, SecretInTheReasonPhraseIsRedacted) {
+    for (const std::string& form : {std::string(test_secret), secret_hex_lower}) {
+        int status = 0;
+        auto seen = scripted_exchange("HTTP/1.1 200 OK " + form + "\r\nContent-Length: 2\r\n\r\nok", status);
+        EXPECT_EQ(status, 200);
+        expect_no_secret(seen);
+        EXPECT_NE(seen.find("HTTP/1.1 200 OK vaultgate-placeholder-BENCH_KEY\r\n"), std::string::npos) << seen;
+    }
+}
+
+TEST_F(RedactTest, SecretInAHeaderNameIsRedacted) {
+    int status = 0;
+    auto seen = scripted_exchange("HTTP/1.1 200 OK\r\nX-" + secret_hex_lower + ": 1\r\n" + secret_hex_upper +
+                                      ": 2\r\nContent-Length: 2\r\n\r\nok",
+                                  status);
+    EXPECT_EQ(status, 200);
+    expect_no_secret(seen);
+    EXPECT_NE(seen.find("X-vaultgate-placeholder-BENCH_KEY: 1\r\n"), std::string::npos) << seen;
+}
+
+// Anything but no coding or exactly one "identity" field is refused: a second
+// field (or a list) would leave the body compressed past the scan.
+TEST_F(RedactTest, AmbiguousContentCodingIs502) {
+    const std::string body = std::string("gz:") + test_secret;
+    const std::string framing = "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+    for (const std::string& coding :
+         {std::string("Content-Encoding: identity\r\nContent-Encoding: gzip\r\n"),
+          std::string("Content-Encoding: gzip\r\nContent-Encoding: identity\r\n"),
+          std::string("Content-Encoding: identity, gzip\r\n"), std::string("Content-Encoding: identity\r\nContent-Encoding: identity\r\n"),
+          std::string("Content-Encoding: GZIP\r\n"), std::string("Content-Encoding: \r\n")}) {
+        SCOPED_TRACE(coding);
+        int status = 0;
+        auto seen = scripted_exchange("HTTP/1.1 200 OK\r\n" + coding + framing, status);
+        EXPECT_EQ(status, 502);
+        EXPECT_NE(seen.find("compressed_response_refused"), std::string::npos) << seen;
+        EXPECT_EQ(seen.find("gz:"), std::string::npos) << seen;
+        expect_no_secret(seen);
+    }
+    // A single identity, in any case, is no coding at all.
+    int status = 0;
+    auto seen = scripted_exchange("HTTP/1.1 200 OK\r\nContent-Encoding: IDENTITY\r\n" + framing, status);
+    EXPECT_EQ(status, 200);
+    expect_no_secret(seen);
+    EXPECT_NE(seen.find("gz:vaultgate-placeholder-BENCH_KEY"), std::string::npos) << seen;
+}
+
+// Only plain chunked is read as a transfer coding; any other would reach the
+// client unlabelled and unscanned.
+TEST_F(RedactTest, ATransferCodingOtherThanChunkedIs502) {
+    for (const std::string& coding : {std::string("gzip, chunked"), std::string("gzip"), std::string("chunked, gzip")}) {
+        SCOPED_TRACE(coding);
+        int status = 0;
+        auto seen = scripted_exchange("HTTP/1.1 200 OK\r\nTransfer-Encoding: " + coding +
+                                          "\r\n\r\n5\r\ngz:xx\r\n0\r\n\r\n",
+                                      status);
+        EXPECT_EQ(status, 502);
+        EXPECT_EQ(seen.find("gz:"), std::string::npos) << seen;
+    }
 }
 
 TEST_F(RedactTest, ServicesWithoutRedactionPassTheBodyUntouched) {

@@ -48,6 +48,12 @@ TEST(EncodingTest, PercentEncodingLeavesOnlyUnreservedBytes) {
     EXPECT_EQ(percent_encoded_size("a/b"), 5u);
 }
 
+TEST(EncodingTest, HexEncodingWritesTwoDigitsPerByteInEitherCase) {
+    EXPECT_EQ(hex_encode(std::string_view("sk/\x00\xff", 5), false), "736b2f00ff");
+    EXPECT_EQ(hex_encode(std::string_view("sk/\x00\xff", 5), true), "736B2F00FF");
+    EXPECT_EQ(hex_encode("", true), "");
+}
+
 TEST(HexDigitValue, ReadsBothCasesAndRefusesEverythingElse) {
     EXPECT_EQ(hex_digit_value('0'), 0);
     EXPECT_EQ(hex_digit_value('9'), 9);

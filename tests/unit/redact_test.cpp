@@ -39,6 +39,8 @@ const std::vector<Form>& live_key_forms() {
         {"base64url unpadded", "c2stbGl2ZS00ZjlBPmI_Y35kX2UuWg"},
         {"percent upper", "sk-live-4f9A%3Eb%3Fc~d_e.Z"},
         {"percent lower", "sk-live-4f9A%3eb%3fc~d_e.Z"},
+        {"hex lower", "736b2d6c6976652d346639413e623f637e645f652e5a"},
+        {"hex upper", "736B2D6C6976652D346639413E623F637E645F652E5A"},
         // Inside JSON strings: Go writes '>' as \u003e; PHP writes '/' as \/.
         {"json go", "sk-live-4f9A\\u003eb?c~d_e.Z"},
         {"json go upper-case hex", "sk-live-4f9A\\u003Eb?c~d_e.Z"},
@@ -142,44 +144,48 @@ TEST(Redactor, CoincidingFormsAreKeptOnce) {
         std::size_t needles;
     };
     const std::vector<Case> cases = {
-        {live_key, 18},
+        {live_key, 20},
         // Nothing to percent-encode, base64 has no '+' or '/': raw, padded,
-        // unpadded, and the three inside-base64 cores.
-        {"tok_0123456789abcdef", 6},
+        // unpadded, the three inside-base64 cores, and lower- and upper-case hex.
+        {"tok_0123456789abcdef", 8},
         // 30 bytes: no padding either, so raw and one base64 form, which is also
-        // the aligned core; the other two cores.
-        {"sk-test-abcdef0123456789ABCDEF", 4},
+        // the aligned core; the other two cores; the two hex forms.
+        {"sk-test-abcdef0123456789ABCDEF", 6},
         // 6 bytes: raw and one base64 form. Its cores inside base64 have 8, 7
         // and 7 characters: the 8 are that base64 form, the others too short.
-        {"tok_ab", 2},
-        // 7 bytes: raw, padded and unpadded base64, and cores of 9, 8 and 9.
-        {"tok_abc", 6},
+        // And the two hex forms.
+        {"tok_ab", 4},
+        // 7 bytes: raw, padded and unpadded base64, cores of 9, 8 and 9, two hex.
+        {"tok_abc", 8},
+        // Hex without letters: one hex form serves both cases.
+        {"123", 3},
     };
     for (const auto& c : cases) {
         SCOPED_TRACE(c.secret);
         EXPECT_EQ(Redactor(Secret(c.secret), placeholder).needle_count(), c.needles);
     }
-    EXPECT_EQ(Redactor({Secret(live_key), Secret(live_key)}, placeholder).needle_count(), 18u);
+    EXPECT_EQ(Redactor({Secret(live_key), Secret(live_key)}, placeholder).needle_count(), 20u);
 }
 
 // A secret that is not UTF-8 has no JSON form (no encoder of text writes
-// one): only the seven byte-level forms and its base64 inside larger base64
+// one): only the nine byte-level forms and its base64 inside larger base64
 // (which is text), and no exception.
 TEST(Redactor, ASecretThatIsNotUtf8HasNoJsonForms) {
-    // Its seven byte-level forms all differ, and so do its six inside-base64
+    // Its nine byte-level forms all differ, and so do its six inside-base64
     // cores; two of those hold '/', so they have a "\/" form too. As text the
     // secret itself would also have a "\/" and a \u003e form.
     const Redactor r(Secret("x\xff>-raw/ke"), placeholder);
-    EXPECT_EQ(r.needle_count(), 15u);
+    EXPECT_EQ(r.needle_count(), 17u);
+    EXPECT_EQ(r.redact_all("a 78ff3e2d7261772f6b65 b"), "a " + placeholder + " b");
     EXPECT_EQ(r.redact_all("a x\xff>-raw/ke b"), "a " + placeholder + " b");
 }
 
 // A secret for which every form differs: the most forms one secret has (the
 // count the Redactor reserves room for), all kept. Each of its three
 // inside-base64 cores holds a '/', so each also has a "\/" form.
-TEST(Redactor, ASecretWithEveryKindOfByteHasAllTwentySixForms) {
+TEST(Redactor, ASecretWithEveryKindOfByteHasAllTwentyEightForms) {
     const Redactor r(Secret("aa?\"/<\xc3\xa9n??td"), placeholder);
-    EXPECT_EQ(r.needle_count(), 26u);
+    EXPECT_EQ(r.needle_count(), 28u);
     EXPECT_EQ(r.redact_all("x YWE\\/Ii88w6luPz90ZA== y"), "x " + placeholder + " y");  // PHP-escaped base64
     EXPECT_EQ(r.redact_all("x FhPyIvPMOpbj8\\/dG y"), "x " + placeholder + " y");      // ...inside base64
 }
@@ -502,7 +508,8 @@ TEST(Redactor, MovedRedactorKeepsWorking) {
 // longest needle - 1, so memory does not grow with the body.
 TEST(Redactor, HoldBackStaysBounded) {
     Redactor r({Secret(live_key), Secret("bot:" + live_key)}, placeholder);
-    EXPECT_EQ(r.max_hold_back(), std::string("Ym90OnNrLWxpdmUtNGY5QT5iP2N+ZF9lLlo=").size() - 1);
+    // The longest needle: the hex form of "bot:" + live_key, two digits a byte.
+    EXPECT_EQ(r.max_hold_back(), 2 * ("bot:" + live_key).size() - 1);
     std::mt19937_64 rng(7);
     std::string body;
     while (body.size() < (1u << 20)) {
