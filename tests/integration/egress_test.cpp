@@ -176,9 +176,11 @@ TEST_F(EgressTest, LoopThroughTheProxyNeverReachesTheDefaultSessionsVault) {
         auto inner = c.connect("api.bound.test:" + std::to_string(bound_.port()));
         EXPECT_TRUE(has_reason(inner, "self_connection")) << inner;
         if (inner.rfind("HTTP/1.1 200", 0) != 0) continue;
-        if (!c.start_tls(pki_.proxy_ca_cert, "api.bound.test")) continue;
-        c.write("GET /echo HTTP/1.1\r\nHost: api.bound.test\r\n\r\n");
-        c.read_response();
+        std::string error;
+        ASSERT_TRUE(c.start_tls(pki_.proxy_ca_cert, "api.bound.test", &error)) << error;
+        c.write("GET /echo HTTP/1.1\r\nHost: api.bound.test:" + std::to_string(bound_.port()) + "\r\n\r\n");
+        auto r = c.read_response();
+        EXPECT_FALSE(r && r->status == 200) << (r ? r->head + r->body : std::string());
     }
     EXPECT_EQ(bound_.connections(), 0u);
     EXPECT_TRUE(bound_.requests().empty());
