@@ -223,6 +223,18 @@ TEST_F(PlainHttpTest, RefusedWithoutAllowHttp) {
     EXPECT_EQ(plain_.connections(), 0u);
 }
 
+TEST_F(PlainHttpTest, AbsoluteFormToAnOwnPortIsRefusedEvenWhenAllowed) {
+    const auto port = std::to_string(free_port());
+    start("    allow_http: true\n    allowed_cidrs: [0.0.0.0/0, \"::/0\"]\n", port);
+    for (const std::string host : {"0.0.0.0", "[::ffff:0.0.0.0]", "[::]"}) {
+        RawClient c(proxy_->port());
+        auto resp = c.send_plain("GET http://" + host + ":" + port + "/echo HTTP/1.1\r\nHost: " + host + ":" + port +
+                                 "\r\n\r\n");
+        EXPECT_EQ(resp.rfind("HTTP/1.1 403", 0), 0u) << host << resp;
+        EXPECT_TRUE(has_reason(resp, "self_connection")) << host << resp;
+    }
+}
+
 TEST_F(PlainHttpTest, ForwardedWhenAllowedAndNeverInjected) {
     // plain.test is also a bound host for https: over plain http it must still get no secret.
     auto yaml = add_domains(base_config(dir_, pki_, bound_.port(), other_.port(),
