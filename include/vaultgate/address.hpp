@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace vaultgate {
 
@@ -52,5 +53,17 @@ struct Cidr {
 
 // "10.0.0.0/8", "fd00::/8", or a single address (full-length prefix).
 std::optional<Cidr> parse_cidr(std::string_view text);
+
+// One of vaultgate's listening sockets as bound; the address may be a wildcard.
+struct ListenerAddress {
+    IpAddress ip;
+    std::uint16_t port = 0;
+};
+
+// Whether a TCP connection opened on this host to dest:port lands on one of
+// `listeners`, as Linux delivers it. `local_addresses` are the host's interface
+// addresses, each of which reaches a listener bound to a wildcard address.
+bool reaches_listener(const IpAddress& dest, std::uint16_t port, const std::vector<ListenerAddress>& listeners,
+                      const std::vector<IpAddress>& local_addresses);
 
 }  // namespace vaultgate

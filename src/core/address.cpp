@@ -417,4 +417,43 @@ std::optional<Cidr> parse_cidr(std::string_view text) {
     return cidr;
 }
 
+namespace {
+
+// The kernel takes ::ffff:a.b.c.d as a.b.c.d.
+IpAddress unmapped(const IpAddress& a) { return is_v4_mapped(a) ? v4_from(a, 12) : a; }
+
+bool is_wildcard(const IpAddress& a) {
+    for (auto b : a.bytes)
+        if (b != 0) return false;
+    return true;
+}
+
+// Delivered to this host whatever the interface: loopback and its own addresses.
+bool is_local(const IpAddress& a, const std::vector<IpAddress>& local_addresses) {
+    if (!a.v6 && a.bytes[0] == 127) return true;
+    if (a.v6 && is_all_zero_but_last(a, 1)) return true;
+    for (const auto& local : local_addresses)
+        if (unmapped(local) == a) return true;
+    return false;
+}
+
+}  // namespace
+
+bool reaches_listener(const IpAddress& dest, std::uint16_t port, const std::vector<ListenerAddress>& listeners,
+                      const std::vector<IpAddress>& local_addresses) {
+    const IpAddress to = unmapped(dest);
+    for (const auto& listener : listeners) {
+        if (listener.port != port) continue;
+        // Linux sends 0.0.0.0 and :: to the loopback address of their family;
+        // every listener on the port counts, whichever family it has.
+        if (classify_address(to) == AddressClass::unspecified) return true;
+        const IpAddress bound = unmapped(listener.ip);
+        if (bound == to) return true;
+        // A wildcard listener takes every local address of its family; an IPv6
+        // one takes IPv4 ones too (dual-stack, Linux's default; assumed always).
+        if (is_wildcard(bound) && (bound.v6 || !to.v6) && is_local(to, local_addresses)) return true;
+    }
+    return false;
+}
+
 }  // namespace vaultgate

@@ -17,6 +17,11 @@ IpAddress to_ip_address(const asio::ip::address& a) {
     return ip;
 }
 
+Authority to_authority(const tcp::endpoint& ep) {
+    const auto addr = unmapped(ep.address());
+    return {addr.to_string(), ep.port(), addr.is_v6() ? HostKind::ipv6 : HostKind::ipv4};
+}
+
 namespace {
 
 asio::ip::address to_asio(const IpAddress& ip) {
@@ -26,27 +31,36 @@ asio::ip::address to_asio(const IpAddress& ip) {
     return asio::ip::address_v6(b);
 }
 
-// An IPv4-mapped IPv6 address compares as its IPv4 form.
-asio::ip::address unmapped(const asio::ip::address& a) {
-    if (a.is_v6() && a.to_v6().is_v4_mapped())
-        return asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6());
-    return a;
+std::vector<ListenerAddress> listener_addresses(const std::vector<tcp::endpoint>& endpoints) {
+    std::vector<ListenerAddress> out;
+    out.reserve(endpoints.size());
+    for (const auto& ep : endpoints) out.push_back({to_ip_address(ep.address()), ep.port()});
+    return out;
+}
+
+bool wildcard_listener_on(std::uint16_t port, const std::vector<tcp::endpoint>& listeners) {
+    return std::any_of(listeners.begin(), listeners.end(),
+                       [port](const auto& l) { return l.port() == port && unmapped(l.address()).is_unspecified(); });
 }
 
 }  // namespace
 
 bool is_self_endpoint(const Runtime& rt, const tcp::endpoint& ep) {
-    auto addr = unmapped(ep.address());
-    for (const auto& self : rt.self_endpoints) {
-        if (self.port() != ep.port()) continue;
-        auto self_addr = unmapped(self.address());
-        // A wildcard listener answers on every local address; loopback and the
-        // wildcard itself are certainly local, other local addresses are caught
-        // by the private-address rule unless an operator allowed them.
-        if (self_addr == addr) return true;
-        if (self_addr.is_unspecified() && (addr.is_loopback() || addr.is_unspecified())) return true;
-    }
-    return false;
+    const auto listeners = listener_addresses(rt.self_endpoints);
+    const auto dest = to_ip_address(ep.address());
+    if (reaches_listener(dest, ep.port(), listeners, *rt.local_addresses.current())) return true;
+    // The interface addresses read earlier may be out of date; on a wildcard
+    // listener's port, where one would matter, they are read again.
+    if (!wildcard_listener_on(ep.port(), rt.self_endpoints)) return false;
+    return reaches_listener(dest, ep.port(), listeners, *rt.local_addresses.refresh());
+}
+
+bool is_own_connection(const Runtime& rt, const tcp::socket& client, const std::optional<tcp::endpoint>& original) {
+    error_code ec_peer, ec_local;
+    const auto peer = client.remote_endpoint(ec_peer);
+    const auto local = client.local_endpoint(ec_local);
+    if (ec_peer || ec_local) return false;
+    return rt.outbound_sockets.contains(peer, local) || (original && rt.outbound_sockets.contains(peer, *original));
 }
 
 awaitable<DialOutcome> dial_checked(const Runtime& rt, const EgressPolicy& policy, const Authority& dest,
@@ -142,6 +156,9 @@ awaitable<DialOutcome> dial_checked(const Runtime& rt, const EgressPolicy& polic
         out.timed_out = false;
         if (!ec) {
             socket.set_option(tcp::no_delay(true), ignored);
+            // Before anything is sent through it, so that a connection that
+            // loops back to a listener is known there as ours.
+            rt.outbound_sockets.add(socket);
             out.peer = ep;
             out.error = {};
             watchdog.unwatch(socket);

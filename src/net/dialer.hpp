@@ -27,9 +27,22 @@ awaitable<DialOutcome> dial_checked(const Runtime& rt, const EgressPolicy& polic
                                     tcp::socket& socket, Watchdog& watchdog,
                                     std::optional<tcp::endpoint> required = std::nullopt);
 
-// Whether ep is one of the proxy's own listening endpoints.
+// Whether connecting to ep would reach one of the proxy's own listeners: by
+// its address, an unspecified one (0.0.0.0, ::), or, for a wildcard listener,
+// any local address.
 bool is_self_endpoint(const Runtime& rt, const tcp::endpoint& ep);
 
+// Whether the accepted connection `client` comes from a socket vaultgate itself
+// dialled; `original` is where it was sent before a NAT redirect, when known.
+// Ask only once the client has sent something: the dialer records a socket
+// after its connect completes, which may be after the accept, but always
+// before anything is sent through it.
+bool is_own_connection(const Runtime& rt, const tcp::socket& client,
+                       const std::optional<tcp::endpoint>& original = std::nullopt);
+
 IpAddress to_ip_address(const asio::ip::address& a);
+
+// An endpoint as a destination, for replies and the access log.
+Authority to_authority(const tcp::endpoint& ep);
 
 }  // namespace vaultgate::net

@@ -185,6 +185,13 @@ awaitable<ConnectionPhase> serve_first_request(ClientContext& ctx, tcp::socket& 
         co_return next;
     }
     if (outcome != HeadOutcome::ok) co_return next;
+    if (is_own_connection(*rt, client)) {
+        // vaultgate looping back to itself: no session, the default one least of all.
+        error_code ec;
+        co_await deny(ctx, client, DenyReason::self_connection, to_authority(client.local_endpoint(ec)), req.method,
+                      start);
+        co_return next;
+    }
 
     std::shared_ptr<const GatewayState> state = rt->snapshot();
     auto auth = authenticate_session(*state, req, ctx.client_ip);

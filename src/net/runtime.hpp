@@ -3,6 +3,7 @@
 // and leaf cache, both TLS contexts, the access log. Built once per server.
 #include "connection_registry.hpp"
 #include "resolver_pool.hpp"
+#include "self_connection.hpp"
 #include "types.hpp"
 #include "vaultgate/access_log.hpp"
 #include "vaultgate/ca.hpp"
@@ -36,6 +37,9 @@ struct Runtime {
     ssl::context upstream_tls{ssl::context::tls_client};       // verified, to bound origins
     std::unique_ptr<AccessLog> log;
     std::vector<tcp::endpoint> self_endpoints;                  // our own listeners, never dialled
+    // Kept by the dialer, to which the Runtime is const (see dialer.hpp).
+    mutable LocalAddresses local_addresses;                     // what a wildcard listener answers on
+    mutable OutboundSockets outbound_sockets;                   // connections vaultgate opened
     ResolverPool* resolver = nullptr;                           // owned by the server
     std::atomic<bool> draining{false};
     ConnectionRegistry connections;

@@ -68,6 +68,7 @@ public:
 
     void start() override {
         auto& main = *contexts_.front();
+        runtime_->local_addresses.refresh();  // what a wildcard listener answers on; never dialled
         proxy_acceptor_ = std::make_unique<tcp::acceptor>(main);
         open_acceptor(*proxy_acceptor_, endpoint_of(runtime_->config.listen_proxy), "listen.proxy");
         runtime_->self_endpoints.push_back(proxy_acceptor_->local_endpoint());

@@ -168,6 +168,11 @@ awaitable<ConnectionPhase> route_transparent(ClientContext& ctx, tcp::socket& cl
     if (session) ctx.session_id = session->id;
 
     auto hello = co_await peek_client_hello(client, *ctx.watchdog, rt->config.limits.handshake_timeout);
+    if (is_own_connection(*rt, client, original)) {
+        ctx.session_id.clear();  // vaultgate looping back to itself: no session applies
+        co_await refuse_tls(ctx, client, DenyReason::self_connection, dest, start);
+        co_return next;
+    }
     if (session && original && hello.status == HelloStatus::not_tls && !is_self_endpoint(*rt, *original)) {
         co_await serve_transparent_http(ctx, client, *original, state, start);
         co_return next;

@@ -1,6 +1,7 @@
 // The egress policy on a live proxy: what untrusted code tries to reach, and
 // proof (canary listeners) that refused targets never saw a connection.
 #include "harness.hpp"
+#include "vaultgate/store.hpp"
 
 #include <gtest/gtest.h>
 
@@ -24,10 +25,12 @@ protected:
     // `domains` are added to the policy's allowed_domains, as YAML list items.
     void start(const std::string& policy_lines, const std::string& proxy_port = "0",
                const std::string& admin_port = "0", const std::string& resolve_lines = "",
-               const std::string& domains = "") {
+               const std::string& domains = "", const std::string& transparent_port = "") {
         auto yaml = add_domains(base_config(dir_, pki_, bound_.port(), other_.port(), "", policy_lines), domains);
         yaml = replace_all(yaml, "proxy: 127.0.0.1:0", "proxy: 127.0.0.1:" + proxy_port);
         yaml = replace_all(yaml, "admin: 127.0.0.1:0", "admin: 127.0.0.1:" + admin_port);
+        if (!transparent_port.empty())
+            yaml = replace_all(yaml, "ca:\n", "  transparent: 127.0.0.1:" + transparent_port + "\nca:\n");
         yaml = replace_all(yaml, "    other.test: 127.0.0.1\n", "    other.test: 127.0.0.2\n" + resolve_lines);
         proxy_ = std::make_unique<ProxyUnderTest>(yaml);
     }
@@ -118,6 +121,71 @@ TEST_F(EgressTest, OwnProxyPortIsRefusedByIpAndByNameEvenWhenAllowed) {
     }
 }
 
+// 0.0.0.0 and :: reach the local host, so with every address allowed they
+// would reach a listener bound to 127.0.0.1 (the IPv6 forms are refused all the
+// same, whatever the family of the listener).
+TEST_F(EgressTest, UnspecifiedAddressOfAnOwnPortIsRefusedEvenWhenAllowed) {
+    const auto proxy_port = free_port(), admin_port = free_port(), transparent_port = free_port();
+    start("    allowed_cidrs: [0.0.0.0/0, \"::/0\"]\n", std::to_string(proxy_port), std::to_string(admin_port), "", "",
+          std::to_string(transparent_port));
+    for (auto port : {proxy_port, admin_port, transparent_port}) {
+        for (const std::string host : {"0.0.0.0", "[::ffff:0.0.0.0]", "[::]", "[::ffff:127.0.0.1]"}) {
+            const auto target = host + ":" + std::to_string(port);
+            auto head = connect(target);
+            EXPECT_EQ(head.rfind("HTTP/1.1 403", 0), 0u) << target << head;
+            EXPECT_TRUE(has_reason(head, "self_connection")) << target << head;
+        }
+    }
+    EXPECT_TRUE(proxy_->wait_for_log("\"reason\":\"self_connection\""));
+}
+
+TEST_F(EgressTest, NamePinnedToAnUnspecifiedAddressOfAnOwnPortIsRefused) {
+    const auto proxy_port = free_port();
+    const auto port = std::to_string(proxy_port);
+    start("", port, "0", "    zero.test: 0.0.0.0\n    zero6.test: \"::\"\n    zerom.test: ::ffff:0.0.0.0\n",
+          "\"zero.test:" + port + "\", \"zero6.test:" + port + "\", \"zerom.test:" + port + "\"");
+    for (const std::string name : {"zero.test", "zero6.test", "zerom.test"}) {
+        auto head = connect(name + ":" + port);
+        EXPECT_EQ(head.rfind("HTTP/1.1 403", 0), 0u) << name << head;
+        EXPECT_TRUE(has_reason(head, "self_connection")) << name << head;
+    }
+}
+
+// The whole loop: a session without the vault tunnels to the proxy itself and
+// asks there, without credentials, for the bound host, which the listener's
+// default session would inject into. It must end at the first step.
+TEST_F(EgressTest, LoopThroughTheProxyNeverReachesTheDefaultSessionsVault) {
+    const auto proxy_port = free_port();
+    start("    allowed_cidrs: [0.0.0.0/0, \"::/0\"]\n", std::to_string(proxy_port));
+    auto state = std::make_shared<GatewayState>(*proxy_->server().state());
+    Session sandbox;
+    sandbox.id = "ses_sandbox";
+    sandbox.token_digest = token_digest("sandbox-token");
+    sandbox.policy = state->sessions.at("default").policy;
+    state->sessions.emplace(sandbox.id, sandbox);
+    proxy_->server().replace_state(state);
+    const std::string auth = "Proxy-Authorization: Basic " + encode_base64("ses_sandbox:sandbox-token") + "\r\n";
+
+    for (const std::string host : {"0.0.0.0", "[::ffff:0.0.0.0]", "[::]"}) {
+        SCOPED_TRACE(host);
+        RawClient c(proxy_->port());
+        auto outer = c.connect(host + ":" + std::to_string(proxy_port), auth);
+        EXPECT_TRUE(has_reason(outer, "self_connection")) << outer;
+        if (outer.rfind("HTTP/1.1 200", 0) != 0) continue;
+        // Inside the tunnel: the proxy again, asked as the default session.
+        auto inner = c.connect("api.bound.test:" + std::to_string(bound_.port()));
+        EXPECT_TRUE(has_reason(inner, "self_connection")) << inner;
+        if (inner.rfind("HTTP/1.1 200", 0) != 0) continue;
+        std::string error;
+        ASSERT_TRUE(c.start_tls(pki_.proxy_ca_cert, "api.bound.test", &error)) << error;
+        c.write("GET /echo HTTP/1.1\r\nHost: api.bound.test:" + std::to_string(bound_.port()) + "\r\n\r\n");
+        auto r = c.read_response();
+        EXPECT_FALSE(r && r->status == 200) << (r ? r->head + r->body : std::string());
+    }
+    EXPECT_EQ(bound_.connections(), 0u);
+    EXPECT_TRUE(bound_.requests().empty());
+}
+
 TEST_F(EgressTest, AllowedNameWithAnotherPortIsRefused) {
     start("");
     auto head = connect("other.test:" + std::to_string(other_.port() == 1 ? 2 : other_.port() - 1));
@@ -153,6 +221,18 @@ TEST_F(PlainHttpTest, RefusedWithoutAllowHttp) {
     EXPECT_EQ(resp.rfind("HTTP/1.1 403", 0), 0u) << resp;
     EXPECT_TRUE(has_reason(resp, "http_not_allowed")) << resp;
     EXPECT_EQ(plain_.connections(), 0u);
+}
+
+TEST_F(PlainHttpTest, AbsoluteFormToAnOwnPortIsRefusedEvenWhenAllowed) {
+    const auto port = std::to_string(free_port());
+    start("    allow_http: true\n    allowed_cidrs: [0.0.0.0/0, \"::/0\"]\n", port);
+    for (const std::string host : {"0.0.0.0", "[::ffff:0.0.0.0]", "[::]"}) {
+        RawClient c(proxy_->port());
+        auto resp = c.send_plain("GET http://" + host + ":" + port + "/echo HTTP/1.1\r\nHost: " + host + ":" + port +
+                                 "\r\n\r\n");
+        EXPECT_EQ(resp.rfind("HTTP/1.1 403", 0), 0u) << host << resp;
+        EXPECT_TRUE(has_reason(resp, "self_connection")) << host << resp;
+    }
 }
 
 TEST_F(PlainHttpTest, ForwardedWhenAllowedAndNeverInjected) {

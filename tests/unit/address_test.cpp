@@ -297,5 +297,76 @@ TEST(Cidr, ImpossiblePrefixMatchesNothing) {
     EXPECT_FALSE(negative.contains(ip("10.0.0.0")));
 }
 
+// What reaches one of vaultgate's own listeners, as Linux delivers it (the
+// connect() outcomes were checked on a host): a specific listener only by its
+// own address or an unspecified one, a wildcard one by every local address.
+TEST(ReachesListener, ByListenerAndDestination) {
+    const std::vector<IpAddress> interfaces = {ip("192.0.2.2"), ip("fd00::2"), ip("fe80::fc:ff:fe00:1")};
+    struct Case {
+        std::string listener;
+        std::string dest;
+        std::uint16_t port;
+        bool reaches;
+    };
+    const std::vector<Case> cases = {
+        // A listener on 127.0.0.1.
+        {"127.0.0.1", "127.0.0.1", 3128, true},
+        {"127.0.0.1", "::ffff:127.0.0.1", 3128, true},
+        {"127.0.0.1", "0.0.0.0", 3128, true},          // connect() sends 0.0.0.0 to 127.0.0.1
+        {"127.0.0.1", "::ffff:0.0.0.0", 3128, true},
+        {"127.0.0.1", "::", 3128, true},               // ::1 in fact; refused all the same
+        {"127.0.0.1", "127.0.0.2", 3128, false},       // other 127/8 addresses miss it
+        {"127.0.0.1", "::1", 3128, false},
+        {"127.0.0.1", "192.0.2.2", 3128, false},
+        {"127.0.0.1", "127.0.0.1", 3129, false},
+        {"127.0.0.1", "0.0.0.0", 3129, false},
+        {"127.0.0.1", "::127.0.0.1", 3128, false},     // IPv4-compatible: not delivered locally
+        // A listener on an interface address.
+        {"192.0.2.2", "192.0.2.2", 3128, true},
+        {"192.0.2.2", "0.0.0.0", 3128, true},
+        {"192.0.2.2", "127.0.0.1", 3128, false},
+        // The IPv4 wildcard: all of 127/8 and every IPv4 interface address.
+        {"0.0.0.0", "127.0.0.1", 3128, true},
+        {"0.0.0.0", "127.0.0.2", 3128, true},
+        {"0.0.0.0", "127.255.255.254", 3128, true},
+        {"0.0.0.0", "::ffff:127.0.0.2", 3128, true},
+        {"0.0.0.0", "0.0.0.0", 3128, true},
+        {"0.0.0.0", "::", 3128, true},
+        {"0.0.0.0", "192.0.2.2", 3128, true},
+        {"0.0.0.0", "::ffff:192.0.2.2", 3128, true},
+        {"0.0.0.0", "192.0.2.3", 3128, false},
+        {"0.0.0.0", "8.8.8.8", 3128, false},
+        {"0.0.0.0", "::1", 3128, false},              // an IPv4 socket is not reached over IPv6
+        {"0.0.0.0", "fd00::2", 3128, false},
+        {"0.0.0.0", "192.0.2.2", 3129, false},
+        // The IPv6 wildcard (dual-stack): local addresses of both families.
+        {"::", "::1", 3128, true},
+        {"::", "fd00::2", 3128, true},
+        {"::", "fe80::fc:ff:fe00:1", 3128, true},
+        {"::", "127.0.0.9", 3128, true},
+        {"::", "192.0.2.2", 3128, true},
+        {"::", "fd00::3", 3128, false},
+        {"::", "2001:4860:4860::8888", 3128, false},
+        // A listener on ::1.
+        {"::1", "::1", 3128, true},
+        {"::1", "::", 3128, true},
+        {"::1", "127.0.0.1", 3128, false},
+    };
+    for (const auto& c : cases) {
+        SCOPED_TRACE(c.listener + " <- " + c.dest + ":" + std::to_string(c.port));
+        const std::vector<ListenerAddress> listeners = {{ip(c.listener), 3128}};
+        EXPECT_EQ(reaches_listener(ip(c.dest), c.port, listeners, interfaces), c.reaches);
+    }
+}
+
+TEST(ReachesListener, EveryListenerIsLookedAt) {
+    const std::vector<ListenerAddress> listeners = {{ip("127.0.0.1"), 3128}, {ip("0.0.0.0"), 3129}, {ip("::1"), 8080}};
+    EXPECT_TRUE(reaches_listener(ip("127.0.0.5"), 3129, listeners, {}));
+    EXPECT_FALSE(reaches_listener(ip("127.0.0.5"), 3128, listeners, {}));
+    EXPECT_TRUE(reaches_listener(ip("0.0.0.0"), 8080, listeners, {}));
+    EXPECT_FALSE(reaches_listener(ip("0.0.0.0"), 9090, listeners, {}));
+    EXPECT_FALSE(reaches_listener(ip("127.0.0.1"), 3128, {}, {}));
+}
+
 }  // namespace
 }  // namespace vaultgate
