@@ -25,7 +25,9 @@ struct BindingRefusal {
 
 // `host` is normalised as check_service_host leaves it (IPv6 without
 // brackets, a wildcard with its "*."). A listener on port 0 gets its port at
-// start, so it matches every port of its address.
+// start, so it matches every port of its address. A listener on 0.0.0.0 or ::
+// answers on every local address, which a pure check cannot list: only the
+// unspecified and loopback addresses are refused for it, as for any service.
 std::optional<BindingRefusal> check_service_binding(std::string_view host, std::uint16_t port,
                                                     std::span<const ListenAddress> listeners);
 
