@@ -42,6 +42,11 @@ struct ServiceConfig {
     bool redact_response = false;
 
     bool matches(std::string_view normalised_host, std::uint16_t port) const;
+    // Same host pattern, port and path_prefix: both match exactly the same
+    // requests, so no rule of specificity can choose between them.
+    bool same_binding(const ServiceConfig& other) const {
+        return host == other.host && port == other.port && path_prefix == other.path_prefix;
+    }
 };
 
 struct VaultConfig {

@@ -30,6 +30,10 @@ constexpr int hex_digit_value(char c) {
     return -1;
 }
 
+// The byte the escape "%XX" at in[at] stands for, or nullopt when no escape
+// starts there (no '%', or not two hex digits after it).
+std::optional<unsigned char> percent_escape_at(std::string_view in, std::size_t at);
+
 // RFC 3986 "unreserved": ALPHA / DIGIT / "-" / "." / "_" / "~".
 bool is_unreserved(unsigned char c);
 std::size_t percent_encoded_size(std::string_view in);

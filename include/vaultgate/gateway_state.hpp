@@ -4,6 +4,7 @@
 // SIGHUP, the admin API) build a new snapshot and swap it in; each request reads
 // the snapshot current when it starts, so a rotation applies to the next request.
 #include "vaultgate/config.hpp"
+#include "vaultgate/path_prefix.hpp"
 #include "vaultgate/policy.hpp"
 #include "vaultgate/redact.hpp"
 #include "vaultgate/secret.hpp"
@@ -44,6 +45,8 @@ struct Session {
     std::string token_digest;             // empty for config sessions (no token)
     std::optional<std::chrono::system_clock::time_point> expires_at;
     std::optional<Cidr> source;
+
+    bool expired_at(std::chrono::system_clock::time_point now) const { return expires_at && now >= *expires_at; }
 };
 
 // One bound service that matches a destination, with what injection needs.
@@ -51,6 +54,26 @@ struct Binding {
     const Vault* vault = nullptr;
     const ServiceBinding* service = nullptr;
     const Secret* secret = nullptr;       // null when the credential is missing
+};
+
+// What a request on an intercepted (bound) host gets.
+enum class Coverage {
+    covered,       // `binding` is the most specific bound service whose path_prefix covers the path
+    outside,       // a plain path outside every prefix: forwarded without a credential
+    unclear_path,  // no prefix covers a path that some origin may read as another one: refused
+    tied,          // two bindings match equally (see find_binding_tie): refused, never picked by order
+};
+
+struct RequestBinding {
+    Coverage coverage = Coverage::outside;
+    std::optional<Binding> binding;  // set when covered
+};
+
+// Two bound services of one session that match exactly the same requests,
+// described for an error message ("vault 'a' service a/0 (host:443 /v1/)").
+struct BindingTie {
+    std::string first;
+    std::string second;
 };
 
 enum class RouteKind { mitm, tunnel, denied };
@@ -73,9 +96,23 @@ public:
     // order. Path prefixes are not looked at here (see bindings_for_request).
     std::vector<Binding> bindings_for(const Session& s, std::string_view host, std::uint16_t port) const;
 
-    // The first binding whose path_prefix covers the request path, or none.
-    std::optional<Binding> binding_for_request(const Session& s, std::string_view host,
-                                               std::uint16_t port, std::string_view path) const;
+    // The most specific binding that covers the request: an exact host before
+    // a wildcard (a longer wildcard before a shorter one), then the longest
+    // path_prefix; the vault order never decides.
+    RequestBinding binding_for_request(const Session& s, std::string_view host, std::uint16_t port,
+                                       std::string_view path) const;
+
+    // Two services of the session's vaults with the same host pattern, port and
+    // path_prefix, which no rule could choose between; nullopt when there are none.
+    std::optional<BindingTie> find_binding_tie(const Session& s) const;
+
+    // The session of a transparent client (it sends no credentials): of the
+    // unexpired sessions pinned to a source range that holds the client, the one
+    // with the narrowest range; else the default session when its own source
+    // rule lets the client in. Two pinned sessions with one range (refused
+    // when made) give no session at all rather than a guess.
+    const Session* session_for_source(const std::optional<IpAddress>& client,
+                                      std::chrono::system_clock::time_point now) const;
 
     // CONNECT/plain decision: bound -> mitm, else the policy (name level).
     Route route(const Session& s, const Authority& dest, EgressKind kind) const;
@@ -94,10 +131,9 @@ std::shared_ptr<const GatewayState> build_state(const Config& config, std::vecto
 // warning) instead of building them again.
 void prepare_redaction(Vault& vault, std::vector<std::string>* warnings, const Vault* previous = nullptr);
 
-// True when path lies under prefix ("/" covers everything; "/api" covers
-// "/api" and "/api/..." but not "/apix"). A query string is ignored; under any
-// prefix but "/", a path with a "." or ".." segment (also %2e-encoded) is not
-// covered, since the origin may resolve it to outside the prefix.
-bool path_has_prefix(std::string_view path, std::string_view prefix);
+// True when the two ranges hold the same addresses (an IPv4 range and its
+// IPv4-mapped IPv6 spelling are one range): two sessions pinned to one range
+// could not be told apart by a transparent client's address.
+bool same_source_range(const Cidr& a, const Cidr& b);
 
 }  // namespace vaultgate

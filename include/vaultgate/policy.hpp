@@ -55,6 +55,7 @@ enum class DenyReason {
     session_required,
     destination_mismatch,   // transparent mode: the SNI name does not resolve to the original destination
     no_server_name,         // transparent mode: no usable SNI (absent, an IP literal, or malformed)
+    path_not_covered,       // bound host: a path no path_prefix covers and an origin may read as another path
 };
 
 std::string_view deny_reason_name(DenyReason r);

@@ -405,6 +405,10 @@ public:
         StoreData data = store_->load();
         auto config_state = build_config_state(config_);
         check_vault_names(config_, data);
+        // Stored before such ties were refused: requests they match are refused
+        // (binding_conflict) until the session or a binding goes.
+        if (auto tie = first_binding_tie(*config_state, config_, data))
+            log_warn("admin API: " + *tie + "; requests that match both are refused");
         data_ = std::move(data);
         config_state_ = std::move(config_state);
         config_loaded_ms_ = to_ms(sys_clock::now());
@@ -418,6 +422,9 @@ public:
         auto config_state = build_config_state(config);
         std::lock_guard lock(mutex_);
         check_vault_names(config, data_);
+        if (loaded_)
+            if (auto tie = first_binding_tie(*config_state, config, data_))
+                throw ConfigError(source_prefix(config) + *tie + "; the config is not reloaded");
         config_ = std::move(config);
         config_state_ = std::move(config_state);
         config_loaded_ms_ = to_ms(sys_clock::now());
@@ -755,11 +762,20 @@ private:
             fail(400, "unknown_credential",
                  "auth_config.key: the vault has no credential of that name; create it first");
 
+        for (const auto& other : data_.vaults[index].services)
+            if (other.config.same_binding(*config))
+                fail(409, "binding_conflict",
+                     "service " + other.id + " of this vault already binds the same host, port and path_prefix");
+
         StoreData next = data_;
         StoredService service;
         service.id = random_id("svc_");
         service.config = std::move(*config);
         next.vaults[index].services.push_back(service);
+        const std::string vault_name = data_.vaults[index].name;
+        refuse_binding_ties(next, [&](const Session& s) {
+            return std::find(s.vault_names.begin(), s.vault_names.end(), vault_name) != s.vault_names.end();
+        });
         commit(std::move(next));
         return json_response(201, service_json(service.id, service.config));
     }
@@ -867,8 +883,10 @@ private:
         std::string token = random_token();
         session.token_digest = token_digest(token);  // only the digest is kept
 
+        refuse_source_overlap(session);
         StoreData next = data_;
         next.sessions.push_back(session);
+        refuse_binding_ties(next, [&](const Session& s) { return s.id == session.id; });
         try {
             commit(std::move(next));
         } catch (...) {
@@ -896,6 +914,32 @@ private:
         wipe_string(proxy_url);
         wipe_string(token);
         return response;
+    }
+
+    // A transparent client is given the session with the narrowest source
+    // range that holds it; two live sessions with one range could not be told apart.
+    void refuse_source_overlap(const StoredSession& session) const {
+        if (!session.source) return;
+        const std::int64_t now_ms = to_ms(sys_clock::now());
+        for (const auto& other : data_.sessions)
+            if (other.source && other.expires_at_ms > now_ms && same_source_range(*other.source, *session.source))
+                fail(409, "source_conflict",
+                     "source: session " + other.id + " is already pinned to this range; pick a narrower or "
+                     "another one, or delete that session first");
+    }
+
+    // Refuses a change after which one of the `affected` sessions would hold two
+    // bindings that no rule of specificity can choose between.
+    void refuse_binding_ties(const StoreData& next, const std::function<bool(const Session&)>& affected) const {
+        const auto state = compose_state(*config_state_, config_, next, sys_clock::now(), published_.get(), nullptr);
+        for (const auto& [id, session] : state->sessions) {
+            if (!affected(session)) continue;
+            if (auto tie = state->find_binding_tie(session))
+                fail(409, "binding_conflict",
+                     tie->first + " and " + tie->second +
+                         " bind the same host, port and path_prefix for one session; change one path_prefix, "
+                         "or use the vaults in different sessions");
+        }
     }
 
     AdminResponse delete_session(std::string_view id, std::vector<std::string>& closed) {
@@ -995,6 +1039,18 @@ private:
         auto state = build_state(config, warnings);
         for (const auto& w : warnings) log_warn(w);
         return state;
+    }
+
+    // The first session of the composed state with two bindings that tie, as
+    // "session <id>: <binding> and <binding> bind ...".
+    static std::optional<std::string> first_binding_tie(const GatewayState& config_state, const Config& config,
+                                                        const StoreData& data) {
+        const auto state = compose_state(config_state, config, data, sys_clock::now(), nullptr, nullptr);
+        for (const auto& [id, session] : state->sessions)
+            if (auto tie = state->find_binding_tie(session))
+                return "session " + id + ": " + tie->first + " and " + tie->second +
+                       " bind the same host, port and path_prefix";
+        return std::nullopt;
     }
 
     // The snapshot is keyed by vault name, so a config vault and an API vault

@@ -88,6 +88,32 @@ std::string child(const std::string& path, std::string_view key) {
 
 std::string indexed(const std::string& path, std::size_t i) { return path + "[" + std::to_string(i) + "]"; }
 
+// The first two services, one of vault `a` and one of vault `b`, that bind
+// the same host, port and path_prefix, as "vaults[i].services[j]" paths and
+// what they bind; nullopt when there are none.
+struct ServiceTie {
+    std::string first, second, what;
+};
+
+std::optional<ServiceTie> tied_services(const std::vector<VaultConfig>& vaults, std::string_view a,
+                                        std::string_view b) {
+    for (std::size_t i = 0; i < vaults.size(); ++i) {
+        if (vaults[i].name != a) continue;
+        for (std::size_t k = 0; k < vaults.size(); ++k) {
+            if (vaults[k].name != b) continue;
+            for (std::size_t si = 0; si < vaults[i].services.size(); ++si)
+                for (std::size_t sk = 0; sk < vaults[k].services.size(); ++sk) {
+                    const auto& one = vaults[i].services[si];
+                    if (!one.same_binding(vaults[k].services[sk])) continue;
+                    return ServiceTie{indexed(indexed("vaults", i) + ".services", si),
+                                      indexed(indexed("vaults", k) + ".services", sk),
+                                      one.host + ":" + std::to_string(one.port) + " path_prefix " + one.path_prefix};
+                }
+        }
+    }
+    return std::nullopt;
+}
+
 std::string joined(const std::vector<std::string>& names) {
     std::string out;
     for (const auto& n : names) {
@@ -605,7 +631,7 @@ private:
                     // Only the first of two identical bindings could ever apply.
                     for (std::size_t k = 0; k < vault.services.size(); ++k) {
                         const auto& other = vault.services[k];
-                        if (other.host == svc.host && other.port == svc.port && other.path_prefix == svc.path_prefix)
+                        if (other.same_binding(svc))
                             fail(services[j].Mark(), one, "same host, port and path_prefix as " + indexed(spath, k));
                     }
                     vault.services.push_back(std::move(svc));
@@ -686,8 +712,15 @@ private:
                                  (names.empty() ? std::string(" (no vaults are defined)")
                                                 : " (vaults: " + joined(names) + ")"));
                     }
-                    for (const auto& earlier : session.vaults)
+                    for (const auto& earlier : session.vaults) {
                         if (earlier == name) fail(items[i].Mark(), ipath, "vault " + shown(name) + " is listed twice");
+                        // The most specific binding wins; two equal ones would leave it to list order.
+                        if (auto tie = tied_services(cfg.vaults, earlier, name))
+                            fail(items[i].Mark(), ipath,
+                                 "session " + shown(s.key) + ": " + tie->first + " (vault " + shown(earlier) +
+                                     ") and " + tie->second + " (vault " + shown(name) + ") both bind " + tie->what +
+                                     "; change one path_prefix, or use the vaults in different sessions");
+                    }
                     session.vaults.push_back(name);
                 }
             }

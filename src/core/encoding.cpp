@@ -70,6 +70,14 @@ std::optional<std::string> base64_decode(std::string_view in) {
     return out;
 }
 
+std::optional<unsigned char> percent_escape_at(std::string_view in, std::size_t at) {
+    if (at + 2 >= in.size() || in[at] != '%') return std::nullopt;
+    const int hi = hex_digit_value(in[at + 1]);
+    const int lo = hex_digit_value(in[at + 2]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    return static_cast<unsigned char>(hi * 16 + lo);
+}
+
 bool is_unreserved(unsigned char c) {
     return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
            c == '_' || c == '~';

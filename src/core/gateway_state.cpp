@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <limits>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -108,40 +109,6 @@ Vault build_vault(const Config& config, std::size_t index, std::vector<std::stri
     return vault;
 }
 
-// Splits at '/' and at the encoded or backslash spellings some origins also
-// treat as separators, and reports whether any segment is "." or "..",
-// literally or percent-encoded. Such a path may be resolved by the origin to
-// somewhere outside the prefix it textually lies under.
-bool has_dot_segment(std::string_view path) {
-    std::string seg;
-    auto is_dot_segment = [](const std::string& s) { return s == "." || s == ".."; };
-    for (std::size_t i = 0; i < path.size(); ++i) {
-        const char c = path[i];
-        if (c == '/' || c == '\\') {
-            if (is_dot_segment(seg)) return true;
-            seg.clear();
-            continue;
-        }
-        if (c == '%' && i + 2 < path.size()) {
-            const char hi = path[i + 1];
-            const char lo = static_cast<char>(path[i + 2] | 0x20);
-            if (hi == '2' && lo == 'e') {
-                seg += '.';
-                i += 2;
-                continue;
-            }
-            if ((hi == '2' && lo == 'f') || (hi == '5' && lo == 'c')) {
-                if (is_dot_segment(seg)) return true;
-                seg.clear();
-                i += 2;
-                continue;
-            }
-        }
-        seg += c;
-    }
-    return is_dot_segment(seg);
-}
-
 // What an origin may echo: the credential, and for basic auth the
 // "user:secret" pair whose base64 is the header value.
 std::shared_ptr<const RedactionPatterns> redaction_patterns(const AuthSpec& auth, const Secret& secret) {
@@ -180,6 +147,33 @@ const ServiceBinding* same_redaction_inputs(const Vault& previous, const Service
     return nullptr;
 }
 
+// How specific a binding is, compared as a pair: an exact host ranks above
+// every wildcard, a longer wildcard suffix above a shorter one; then the
+// longer path_prefix.
+std::pair<std::size_t, std::size_t> specificity(const ServiceConfig& service) {
+    const bool wildcard = service.host.starts_with("*.");
+    const std::size_t host_rank = wildcard ? service.host.size() : std::numeric_limits<std::size_t>::max();
+    return {host_rank, service.path_prefix.size()};
+}
+
+std::string describe_binding(const Vault& vault, const ServiceBinding& service) {
+    return "vault '" + vault.name + "' service " + service.id + " (" + service.config.host + ":" +
+           std::to_string(service.config.port) + " " + service.config.path_prefix + ")";
+}
+
+// A range in IPv6 terms, so that an IPv4 range and an IPv6 one are compared
+// on one scale: a.b.c.d/n is ::ffff:a.b.c.d/(96 + n).
+Cidr v6_range(const Cidr& c) {
+    if (c.base.v6) return c;
+    Cidr out;
+    out.base.v6 = true;
+    out.base.bytes[10] = 0xff;
+    out.base.bytes[11] = 0xff;
+    for (std::size_t i = 0; i < 4; ++i) out.base.bytes[12 + i] = c.base.bytes[i];
+    out.prefix_len = 96 + c.prefix_len;
+    return out;
+}
+
 }  // namespace
 
 void prepare_redaction(Vault& vault, std::vector<std::string>* warnings, const Vault* previous) {
@@ -198,15 +192,6 @@ void prepare_redaction(Vault& vault, std::vector<std::string>* warnings, const V
                                 " occurs in its redaction placeholder; requests to " + service.config.host +
                                 " are refused (502 redaction_unavailable)");
     }
-}
-
-bool path_has_prefix(std::string_view path, std::string_view prefix) {
-    // Only the path is compared; a query string belongs to no prefix.
-    if (const auto q = path.find_first_of("?#"); q != std::string_view::npos) path = path.substr(0, q);
-    if (prefix == "/") return true;
-    if (prefix.empty() || !path.starts_with(prefix)) return false;
-    if (path.size() != prefix.size() && prefix.back() != '/' && path[prefix.size()] != '/') return false;
-    return !has_dot_segment(path);
 }
 
 const Session* GatewayState::find_session(std::string_view id) const {
@@ -233,11 +218,71 @@ std::vector<Binding> GatewayState::bindings_for(const Session& s, std::string_vi
     return out;
 }
 
-std::optional<Binding> GatewayState::binding_for_request(const Session& s, std::string_view host, std::uint16_t port,
-                                                         std::string_view path) const {
-    for (const auto& b : bindings_for(s, host, port))
-        if (path_has_prefix(path, b.service->config.path_prefix)) return b;
+RequestBinding GatewayState::binding_for_request(const Session& s, std::string_view host, std::uint16_t port,
+                                                 std::string_view path) const {
+    const auto candidates = bindings_for(s, host, port);
+    const Binding* best = nullptr;
+    bool tied = false;
+    for (const auto& b : candidates) {
+        if (!path_has_prefix(path, b.service->config.path_prefix)) continue;
+        const auto rank = specificity(b.service->config);
+        if (!best || rank > specificity(best->service->config)) {
+            best = &b;
+            tied = false;
+        } else if (rank == specificity(best->service->config)) {
+            // Both cover the path and both hosts match: equal rank means the
+            // same host pattern and the same prefix.
+            tied = true;
+        }
+    }
+    if (best && tied) return RequestBinding{Coverage::tied, std::nullopt};
+    if (best) return RequestBinding{Coverage::covered, *best};
+    if (!candidates.empty() && !is_plain_path(path)) return RequestBinding{Coverage::unclear_path, std::nullopt};
+    return RequestBinding{Coverage::outside, std::nullopt};
+}
+
+std::optional<BindingTie> GatewayState::find_binding_tie(const Session& s) const {
+    std::vector<std::pair<const Vault*, const ServiceBinding*>> seen;
+    for (const auto& vault_name : s.vault_names) {
+        const auto it = vaults.find(vault_name);
+        if (it == vaults.end()) continue;
+        for (const auto& service : it->second.services) {
+            for (const auto& [other_vault, other] : seen)
+                if (other->config.same_binding(service.config))
+                    return BindingTie{describe_binding(*other_vault, *other), describe_binding(it->second, service)};
+            seen.emplace_back(&it->second, &service);
+        }
+    }
     return std::nullopt;
+}
+
+const Session* GatewayState::session_for_source(const std::optional<IpAddress>& client,
+                                                std::chrono::system_clock::time_point now) const {
+    const Session* best = nullptr;
+    bool tied = false;
+    for (const auto& [id, s] : sessions) {
+        if (!s.source || !client || !s.source->contains(*client) || s.expired_at(now)) continue;
+        const int rank = v6_range(*s.source).prefix_len;
+        if (!best || rank > v6_range(*best->source).prefix_len) {
+            best = &s;
+            tied = false;
+        } else if (rank == v6_range(*best->source).prefix_len) {
+            tied = true;
+        }
+    }
+    // A client inside two equal ranges belongs to neither more than the other.
+    if (tied) return nullptr;
+    if (best) return best;
+    const Session* fallback = default_session_ptr();
+    if (!fallback || fallback->expired_at(now)) return nullptr;
+    if (fallback->source && !(client && fallback->source->contains(*client))) return nullptr;
+    return fallback;
+}
+
+bool same_source_range(const Cidr& a, const Cidr& b) {
+    const Cidr x = v6_range(a);
+    const Cidr y = v6_range(b);
+    return x.prefix_len == y.prefix_len && x.base == y.base;
 }
 
 Route GatewayState::route(const Session& s, const Authority& dest, EgressKind kind) const {

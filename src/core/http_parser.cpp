@@ -61,6 +61,9 @@ std::optional<Failure> parse_request_line(std::string_view line, RequestLine& ou
     // by different servers, and a valid target percent-encodes them anyway.
     if (!syntax::all_of_class(out.target, syntax::target_char))
         return Failure{400, "invalid character in request target"};
+    // A fragment is never part of a request target (RFC 9112 3.2); forwarded,
+    // origins would each cut the path at it, or not.
+    if (syntax::find_byte(out.target, '#') != npos) return Failure{400, "a fragment ('#') in the request target"};
     return parse_version(rest.substr(sp2 + 1), out.minor);
 }
 

@@ -71,13 +71,9 @@ bool same_param(std::string_view raw, std::string_view param) {
     std::size_t j = 0;
     for (std::size_t i = 0; i < raw.size(); ++i, ++j) {
         char c = raw[i];
-        if (c == '%' && i + 2 < raw.size()) {
-            int hi = hex_digit_value(raw[i + 1]);
-            int lo = hex_digit_value(raw[i + 2]);
-            if (hi >= 0 && lo >= 0) {
-                c = static_cast<char>(hi * 16 + lo);
-                i += 2;
-            }
+        if (const auto escaped = percent_escape_at(raw, i)) {
+            c = static_cast<char>(*escaped);
+            i += 2;
         }
         if (j >= param.size() || param[j] != c) return false;
     }

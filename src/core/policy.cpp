@@ -155,6 +155,7 @@ std::string_view deny_reason_name(DenyReason r) {
         case DenyReason::session_required: return "session_required";
         case DenyReason::destination_mismatch: return "destination_mismatch";
         case DenyReason::no_server_name: return "no_server_name";
+        case DenyReason::path_not_covered: return "path_not_covered";
     }
     return "unknown";
 }
@@ -207,6 +208,11 @@ std::string deny_reason_advice(DenyReason r, const Authority& dest) {
         case DenyReason::no_server_name:
             return std::string("Transparent mode needs a TLS ClientHello with a server name (SNI) that is a host "
                                "name; connections without one are refused.");
+        case DenyReason::path_not_covered:
+            return "The request path to " + where +
+                   " has a ';' parameter, a backslash, a dot segment, or an escape of '.', '/', '\\', ';' or "
+                   "'%', a control byte or overlong UTF-8, which an origin may read as another path; such a path "
+                   "is never matched against a service's path_prefix. Send the path in its plain form.";
     }
     return "The destination is refused by egress_policies.<policy>.";
 }

@@ -3,6 +3,7 @@
 #include "vaultgate/validation.hpp"
 
 #include "vaultgate/host.hpp"
+#include "vaultgate/path_prefix.hpp"
 #include "vaultgate/secret.hpp"
 
 #include <cctype>
@@ -157,6 +158,11 @@ std::optional<std::string> check_path_prefix(std::string_view prefix) {
         if (seg == "." || seg == "..") return "may not contain \".\" or \"..\" segments";
         start = end + 1;
     }
+    // A request path is only compared with a prefix when it is plain; a prefix
+    // that is not would never cover anything.
+    if (!is_plain_path(prefix))
+        return "may not contain ';', a run of dots as a segment, or an escape of '.', '/', '\\', ';', '%' or a "
+               "control byte (no request path with them is ever covered)";
     return std::nullopt;
 }
 

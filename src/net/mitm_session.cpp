@@ -294,7 +294,20 @@ awaitable<bool> MitmSession::serve_one() {
         log_request(req, 407, nullptr, "session_gone");
         co_return false;
     }
-    auto binding = state->binding_for_request(*session, dest_.host, dest_.port, path_of(target.origin_form));
+    auto chosen = state->binding_for_request(*session, dest_.host, dest_.port, path_of(target.origin_form));
+    if (chosen.coverage == Coverage::unclear_path) {
+        // Forwarded as it is, it might reach a covered path; the credential is never risked on it.
+        co_await reply(denied_response(DenyReason::path_not_covered, dest_));
+        log_request(req, 403, nullptr, "path_not_covered");
+        co_return false;
+    }
+    if (chosen.coverage == Coverage::tied) {
+        co_await reply(error_response(503, "binding_conflict",
+                                      "two bound services of this session match the request equally", true));
+        log_request(req, 503, nullptr, "binding_conflict");
+        co_return false;
+    }
+    auto& binding = chosen.binding;
     if (binding && !binding->secret) {
         co_await reply(error_response(503, "credential_missing",
                                       "the vault has no value for this service's credential", true));

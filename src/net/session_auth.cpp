@@ -16,7 +16,7 @@ std::optional<std::string> decode_base64(std::string_view in) {
     return base64_decode(in);
 }
 
-bool unexpired(const Session& s) { return !s.expires_at || std::chrono::system_clock::now() < *s.expires_at; }
+bool unexpired(const Session& s) { return !s.expired_at(std::chrono::system_clock::now()); }
 
 std::optional<IpAddress> parse_client_ip(std::string_view client_ip) {
     error_code ec;
@@ -70,11 +70,7 @@ SessionAuth authenticate_session(const GatewayState& state, const RequestHead& r
 }
 
 const Session* session_for_source(const GatewayState& state, std::string_view client_ip) {
-    const auto client = parse_client_ip(client_ip);  // once, for every session looked at
-    for (const auto& [id, s] : state.sessions)
-        if (s.source && source_allowed(s, client) && unexpired(s)) return &s;
-    const Session* fallback = state.default_session_ptr();
-    return fallback && source_allowed(*fallback, client) ? fallback : nullptr;
+    return state.session_for_source(parse_client_ip(client_ip), std::chrono::system_clock::now());
 }
 
 const Session* active_session(const GatewayState& state, std::string_view id) {

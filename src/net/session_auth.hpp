@@ -16,9 +16,9 @@ struct SessionAuth {
 // back to the default session.
 SessionAuth authenticate_session(const GatewayState& state, const RequestHead& req, std::string_view client_ip);
 
-// Transparent clients send no credentials: the session pinned to their source
-// address (the first unexpired one), else the default session when its source
-// rule lets the client in.
+// Transparent clients send no credentials: GatewayState::session_for_source
+// (the narrowest pinned range that holds the address, else the default
+// session when its source rule lets the client in).
 const Session* session_for_source(const GatewayState& state, std::string_view client_ip);
 
 // The session still exists in `state` and has not expired (checked per request

@@ -59,6 +59,22 @@ TEST(SessionForSource, TheDefaultSessionKeepsItsSourceRule) {
     EXPECT_EQ(session_for_source(st, "not an address"), nullptr);
 }
 
+// Overlapping ranges: the narrowest wins, not the lowest id; one range pinned
+// twice gives no session rather than a guess.
+TEST(SessionForSource, TheNarrowestOfOverlappingRangesWins) {
+    const auto hour = std::chrono::hours(1);
+    const auto st = state_with({session("ses_a_wide", "10.0.0.0/8", hour), session("ses_b_narrow", "10.0.0.0/24", hour),
+                                session("ses_c_twin", "10.7.0.0/16", hour), session("ses_d_twin", "10.7.0.0/16", hour)},
+                               true, std::nullopt);
+    const Session* s = session_for_source(st, "10.0.0.5");
+    ASSERT_NE(s, nullptr);
+    EXPECT_EQ(s->id, "ses_b_narrow");
+    s = session_for_source(st, "10.3.0.5");
+    ASSERT_NE(s, nullptr);
+    EXPECT_EQ(s->id, "ses_a_wide");
+    EXPECT_EQ(session_for_source(st, "10.7.0.5"), nullptr);
+}
+
 TEST(SessionForSource, NoDefaultSessionAndNoPinMeansNoSession) {
     const auto st = state_with({session("ses_pinned", "10.0.0.0/24", std::chrono::hours(1))}, false, std::nullopt);
     EXPECT_EQ(session_for_source(st, "10.9.9.9"), nullptr);

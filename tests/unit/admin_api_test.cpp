@@ -1133,5 +1133,93 @@ TEST(ComposeState, APlaceholderCollisionIsWarnedAboutOnceAcrossPublishes) {
     EXPECT_TRUE(warnings.empty());
 }
 
+
+// --- bindings and sources that no rule could choose between ---
+
+TEST_F(AdminApiTest, ASessionWhoseVaultsTieIsRefused) {
+    const std::string a = create_vault("tie-a");
+    const std::string b = create_vault("tie-b");
+    add_credential(a, "KEY", api_secret);
+    add_credential(b, "KEY", rotated_secret);
+    add_service(a, "cfg.example.com", "KEY");  // the config vault's host, port and prefix
+    add_service(b, "other.example.com", "KEY");
+    const int before = publishes();
+
+    auto r = call("POST", "/v1/sessions", json{{"vault_ids", {a, "cfgvault"}}}.dump());
+    EXPECT_EQ(r.status, 409) << r.body;
+    EXPECT_EQ(error_code(r), "binding_conflict");
+    const std::string message = parse(r)["error"]["message"];
+    EXPECT_NE(message.find("vault 'tie-a'"), std::string::npos) << message;
+    EXPECT_NE(message.find("vault 'cfgvault'"), std::string::npos) << message;
+    EXPECT_NE(message.find("cfg.example.com:443 /"), std::string::npos) << message;
+    EXPECT_EQ(publishes(), before);
+
+    // Apart, or with a vault that binds something else, they are fine.
+    create_session({{"vault_ids", {a}}});
+    create_session({{"vault_ids", {a, b}}});
+
+    // A service that would make a live session's vaults tie is refused too.
+    r = call("POST", "/v1/vaults/" + b + "/services",
+             json{{"host", "cfg.example.com"}, {"auth_config", {{"type", "bearer"}, {"key", "KEY"}}}}.dump());
+    EXPECT_EQ(r.status, 409) << r.body;
+    EXPECT_EQ(error_code(r), "binding_conflict");
+    // Another path_prefix is more specific, not a tie.
+    r = call("POST", "/v1/vaults/" + b + "/services",
+             json{{"host", "cfg.example.com"}, {"path_prefix", "/v1/"}, {"auth_config", {{"type", "bearer"}, {"key", "KEY"}}}}
+                 .dump());
+    EXPECT_EQ(r.status, 201) << r.body;
+    // Two services of one vault that tie are refused, session or not.
+    r = call("POST", "/v1/vaults/" + b + "/services",
+             json{{"host", "other.example.com"}, {"auth_config", {{"type", "api-key"}, {"key", "KEY"}}}}.dump());
+    EXPECT_EQ(r.status, 409) << r.body;
+    EXPECT_EQ(error_code(r), "binding_conflict");
+}
+
+TEST_F(AdminApiTest, AReloadThatMakesASessionsVaultsTieIsRefused) {
+    const std::string a = create_vault("tie-a");
+    add_credential(a, "KEY", api_secret);
+    add_service(a, "api.example.com", "KEY");
+    create_session({{"vault_ids", {a, "cfgvault"}}});
+    const int before = publishes();
+    try {
+        api_->reload_config(parse_config(R"(
+vaults:
+  - name: cfgvault
+    credentials:
+      CFG_KEY: { env: VG_ADMIN_TEST_CFG_KEY }
+    services:
+      - host: api.example.com
+        auth: { type: api-key, header: x-api-key, key: CFG_KEY }
+egress_policies:
+  default: {}
+)",
+                                          "tie.yaml"));
+        FAIL() << "the reload was accepted";
+    } catch (const ConfigError& e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find("vault 'tie-a'"), std::string::npos) << what;
+        EXPECT_NE(what.find("vault 'cfgvault'"), std::string::npos) << what;
+    }
+    EXPECT_EQ(publishes(), before);
+    EXPECT_EQ(snapshot()->vaults.at("cfgvault").services.at(0).config.host, "cfg.example.com");
+}
+
+TEST_F(AdminApiTest, TwoLiveSessionsPinnedToOneSourceRangeAreRefused) {
+    const std::string a = create_vault("pinned");
+    const json first = create_session({{"vault_ids", {a}}, {"source", "10.1.2.0/24"}});
+    auto r = call("POST", "/v1/sessions", json{{"vault_ids", {a}}, {"source", "10.1.2.7/24"}}.dump());
+    EXPECT_EQ(r.status, 409) << r.body;
+    EXPECT_EQ(error_code(r), "source_conflict");
+    EXPECT_NE(parse(r)["error"]["message"].get<std::string>().find(first["id"].get<std::string>()), std::string::npos);
+    r = call("POST", "/v1/sessions", json{{"vault_ids", {a}}, {"source", "::ffff:10.1.2.0/120"}}.dump());
+    EXPECT_EQ(r.status, 409) << r.body;
+    // Narrower or wider ranges are more or less specific, so they are fine.
+    create_session({{"vault_ids", {a}}, {"source", "10.1.2.0/25"}});
+    create_session({{"vault_ids", {a}}, {"source", "10.1.0.0/16"}});
+    // Once the first session is gone, its range is free again.
+    EXPECT_EQ(call("DELETE", "/v1/sessions/" + first["id"].get<std::string>()).status, 204);
+    create_session({{"vault_ids", {a}}, {"source", "10.1.2.0/24"}});
+}
+
 }  // namespace
 }  // namespace vaultgate

@@ -613,5 +613,40 @@ TEST(ConfigTest, ServiceMatches) {
     }
 }
 
+// The most specific binding wins; two equal ones in one session would leave
+// the credential to list order, so the session is refused.
+TEST(ConfigTest, ASessionWhoseVaultsBindTheSameHostPortAndPrefixIsAnError) {
+    const std::string yaml = R"(
+vaults:
+  - name: a
+    credentials: { K: { env: X } }
+    services:
+      - { host: api.example.com, path_prefix: /v1/, auth: { type: bearer, key: K } }
+  - name: b
+    credentials: { K: { env: X } }
+    services:
+      - { host: api.example.com, path_prefix: /v2/, auth: { type: bearer, key: K } }
+      - { host: api.example.com, path_prefix: /v1/, auth: { type: bearer, key: K } }
+egress_policies: { default: {} }
+sessions:
+  apart: { vaults: [a] }
+  together: { vaults: [a, b] }
+)";
+    try {
+        parse_config(yaml, "s.yaml");
+        FAIL() << "the tie was accepted";
+    } catch (const ConfigError& e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find("sessions.together.vaults[1]"), std::string::npos) << what;
+        EXPECT_NE(what.find("session 'together'"), std::string::npos) << what;
+        EXPECT_NE(what.find("vaults[0].services[0] (vault 'a')"), std::string::npos) << what;
+        EXPECT_NE(what.find("vaults[1].services[1] (vault 'b')"), std::string::npos) << what;
+        EXPECT_NE(what.find("api.example.com:443 path_prefix /v1/"), std::string::npos) << what;
+    }
+    // Apart, the same vaults are fine.
+    std::string apart = yaml.substr(0, yaml.find("  together:"));
+    EXPECT_NO_THROW(parse_config(apart, "s.yaml"));
+}
+
 }  // namespace
 }  // namespace vaultgate

@@ -260,6 +260,7 @@ vaults:
       K2: { env: VG_TEST_ROUTE_KEY }
     services:
       - host: api.example.com
+        path_prefix: /v2
         auth: { type: bearer, key: K2 }
       - host: other.example.com
         auth: { type: bearer, key: K2 }
@@ -342,13 +343,17 @@ TEST_F(RoutingTest, BindingForRequestByPathPrefix) {
             {"/api", "one/0"},          {"/api/", "one/0"}, {"/api/v1/x", "one/0"}, {"/api?x=1", "one/0"},
             {"/apix", "one/1"},         {"/", "one/1"},     {"/other", "one/1"},    {"/API", "one/1"},
             {"/api/../admin", "one/1"},  // not under /api once the origin resolves it
+            {"/v2/x", "two/0"},          // the longer prefix, though its vault comes later
         };
     for (const auto& c : cases) {
         const auto b = state_->binding_for_request(session("default"), "api.example.com", 443, c.path);
-        ASSERT_TRUE(b.has_value()) << c.path;
-        EXPECT_EQ(b->service->id, c.want_service) << c.path;
+        EXPECT_EQ(b.coverage, Coverage::covered) << c.path;
+        ASSERT_TRUE(b.binding.has_value()) << c.path;
+        EXPECT_EQ(b.binding->service->id, c.want_service) << c.path;
     }
-    EXPECT_FALSE(state_->binding_for_request(session("only-two"), "x.example.com", 443, "/").has_value());
+    const auto none = state_->binding_for_request(session("only-two"), "x.example.com", 443, "/");
+    EXPECT_EQ(none.coverage, Coverage::outside);
+    EXPECT_FALSE(none.binding.has_value());
 }
 
 struct RouteCase {
@@ -405,44 +410,211 @@ TEST(GatewayStateTest, HandBuiltConfigWithUnknownPolicyIsAnError) {
     EXPECT_THROW(build_state(c, warnings), ConfigError);
 }
 
-struct PrefixCase {
+
+// Overlapping bindings of one session: the most specific wins, whatever the
+// order of the vaults (both sessions list them the other way round).
+const std::string overlap_yaml = R"(
+vaults:
+  - name: broad
+    credentials:
+      K: { env: VG_TEST_ROUTE_KEY }
+    services:
+      - host: api.example.com
+        auth: { type: bearer, key: K }
+      - host: "*.example.com"
+        path_prefix: /v1/
+        auth: { type: bearer, key: K }
+  - name: narrow
+    credentials:
+      K: { env: VG_TEST_ROUTE_KEY }
+    services:
+      - host: api.example.com
+        path_prefix: /v1/
+        auth: { type: bearer, key: K }
+      - host: api.example.com
+        path_prefix: /v1/deep/
+        auth: { type: bearer, key: K }
+      - host: "*.eu.example.com"
+        auth: { type: bearer, key: K }
+      - host: api.example.com
+        port: 8443
+        path_prefix: /v1/
+        auth: { type: bearer, key: K }
+egress_policies:
+  default: {}
+sessions:
+  default: { vaults: [broad, narrow] }
+  reversed: { vaults: [narrow, broad] }
+)";
+
+struct SpecificityCase {
+    const char* host;
+    std::uint16_t port;
     const char* path;
-    const char* prefix;
-    bool want;
+    Coverage coverage;
+    const char* want_service;  // when covered
 };
 
-TEST(PathPrefixTest, Table) {
-    const PrefixCase cases[] = {
-        {"/", "/", true},
-        {"/anything/at/all", "/", true},
-        {"/api", "/api", true},
-        {"/api/", "/api", true},
-        {"/api/x/y", "/api", true},
-        {"/api?q=1", "/api", true},
-        {"/api#f", "/api", true},
-        {"/apix", "/api", false},
-        {"/apix/y", "/api", false},
-        {"/ap", "/api", false},
-        {"/", "/api", false},
-        {"", "/api", false},
-        {"/API", "/api", false},
-        {"/api/x", "/api/", true},
-        {"/api/", "/api/", true},
-        {"/api", "/api/", false},
-        {"/v1/api", "/api", false},
-        {"/x?/api", "/api", false},
-        {"/api/../admin", "/api", false},
-        {"/api/./x", "/api", false},
-        {"/api/%2e%2e/admin", "/api", false},
-        {"/api/%2E%2e/admin", "/api", false},
-        {"/api/.%2e", "/api", false},
-        {"/api%2f..%2fadmin", "/api", false},
-        {"/api/..\\admin", "/api", false},
-        {"/api/..x/y", "/api", true},  // a name starting with dots is not a dot segment
-        {"/api/.well-known", "/api", true},
-        {"/api/a%2", "/api", true},
+TEST(BindingSpecificityTest, TheMostSpecificBindingWinsWhateverTheVaultOrder) {
+    ScopedEnv env("VG_TEST_ROUTE_KEY", "sk-route-secret");
+    const auto state = build(overlap_yaml);
+    const SpecificityCase cases[] = {
+        {"api.example.com", 443, "/v1/x", Coverage::covered, "narrow/0"},       // longer prefix
+        {"api.example.com", 443, "/v1/deep/x", Coverage::covered, "narrow/1"},  // longest prefix
+        {"api.example.com", 443, "/v1", Coverage::covered, "broad/0"},          // "/v1/" does not cover it
+        {"api.example.com", 443, "/other", Coverage::covered, "broad/0"},
+        {"api.example.com", 443, "/v1/..;/admin", Coverage::covered, "broad/0"},  // only "/" covers it
+        {"x.example.com", 443, "/v1/x", Coverage::covered, "broad/1"},          // the wildcard alone
+        {"x.example.com", 443, "/other", Coverage::outside, nullptr},
+        {"x.example.com", 443, "/other;x", Coverage::unclear_path, nullptr},
+        {"x.example.com", 443, "/v1/..;/admin", Coverage::unclear_path, nullptr},
+        {"a.eu.example.com", 443, "/v1/x", Coverage::covered, "narrow/2"},      // the longer wildcard first
+        {"api.example.com", 8443, "/v1/x", Coverage::covered, "narrow/3"},      // the port must match
+        {"api.example.com", 8443, "/v2", Coverage::outside, nullptr},
     };
-    for (const auto& c : cases) EXPECT_EQ(path_has_prefix(c.path, c.prefix), c.want) << c.path << " under " << c.prefix;
+    for (const char* session : {"default", "reversed"}) {
+        for (const auto& c : cases) {
+            SCOPED_TRACE(std::string(session) + " " + c.host + ":" + std::to_string(c.port) + c.path);
+            const auto b = state->binding_for_request(*state->find_session(session), c.host, c.port, c.path);
+            EXPECT_EQ(b.coverage, c.coverage);
+            ASSERT_EQ(b.binding.has_value(), c.want_service != nullptr);
+            if (c.want_service) {
+                EXPECT_EQ(b.binding->service->id, c.want_service);
+            }
+        }
+    }
+}
+
+// A hand-built Config skips the loader's checks, as data stored before they
+// existed would: a tie found at request time is refused, never picked by order.
+Config tied_config() {
+    Config c;
+    for (const char* name : {"a", "b"}) {
+        VaultConfig v;
+        v.name = name;
+        v.credentials["K"] = CredentialSource{CredentialSource::Kind::env, "VG_TEST_ROUTE_KEY"};
+        ServiceConfig s;
+        s.host = "api.example.com";
+        s.path_prefix = "/v1/";
+        s.auth.type = AuthType::bearer;
+        s.auth.key = "K";
+        v.services.push_back(s);
+        c.vaults.push_back(v);
+    }
+    c.egress_policies["default"] = EgressPolicy{};
+    c.sessions["both"] = SessionConfig{{"a", "b"}, "default"};
+    c.sessions["one"] = SessionConfig{{"a"}, "default"};
+    return c;
+}
+
+TEST(BindingSpecificityTest, ATieIsFoundAndRefusedAtRequestTime) {
+    ScopedEnv env("VG_TEST_ROUTE_KEY", "sk-route-secret");
+    std::vector<std::string> warnings;
+    const auto state = build_state(tied_config(), warnings);
+    const Session& both = *state->find_session("both");
+    const auto tie = state->find_binding_tie(both);
+    ASSERT_TRUE(tie.has_value());
+    EXPECT_EQ(tie->first, "vault 'a' service a/0 (api.example.com:443 /v1/)");
+    EXPECT_EQ(tie->second, "vault 'b' service b/0 (api.example.com:443 /v1/)");
+    const auto b = state->binding_for_request(both, "api.example.com", 443, "/v1/x");
+    EXPECT_EQ(b.coverage, Coverage::tied);
+    EXPECT_FALSE(b.binding.has_value());
+
+    const Session& one = *state->find_session("one");
+    EXPECT_FALSE(state->find_binding_tie(one).has_value());
+    EXPECT_EQ(state->binding_for_request(one, "api.example.com", 443, "/v1/x").coverage, Coverage::covered);
+}
+
+struct TieCase {
+    const char* host;
+    std::uint16_t port;
+    const char* prefix;
+    bool tie;  // with api.example.com:443 /v1/
+};
+
+TEST(BindingSpecificityTest, OnlyTheSameHostPatternPortAndPrefixTie) {
+    ScopedEnv env("VG_TEST_ROUTE_KEY", "sk-route-secret");
+    const TieCase cases[] = {
+        {"api.example.com", 443, "/v1/", true},
+        {"api.example.com", 8443, "/v1/", false},
+        {"api.example.com", 443, "/v1", false},
+        {"api.example.com", 443, "/", false},
+        {"*.example.com", 443, "/v1/", false},
+        {"other.example.com", 443, "/v1/", false},
+    };
+    for (const auto& c : cases) {
+        Config config = tied_config();
+        config.vaults[1].services[0].host = c.host;
+        config.vaults[1].services[0].port = c.port;
+        config.vaults[1].services[0].path_prefix = c.prefix;
+        std::vector<std::string> warnings;
+        const auto state = build_state(config, warnings);
+        EXPECT_EQ(state->find_binding_tie(*state->find_session("both")).has_value(), c.tie)
+            << c.host << ":" << c.port << " " << c.prefix;
+    }
+}
+
+// --- transparent clients: the session by source address ---------------------------
+
+Session pinned(const std::string& id, const std::string& source, std::chrono::seconds expires_in) {
+    Session s;
+    s.id = id;
+    s.source = parse_cidr(source);
+    s.expires_at = std::chrono::system_clock::now() + expires_in;
+    return s;
+}
+
+struct SourceCase {
+    const char* client;
+    const char* want;  // nullptr: no session
+};
+
+TEST(SessionForSourceTest, TheNarrowestRangeWinsAndEqualRangesGiveNone) {
+    GatewayState st;
+    const auto hour = std::chrono::hours(1);
+    // Ids in the opposite order of the ranges, so that the first id is never the answer by luck.
+    for (auto s : {pinned("ses_a_wide", "10.0.0.0/8", hour), pinned("ses_b_mid", "10.1.0.0/16", hour),
+                   pinned("ses_c_narrow", "10.1.2.0/24", hour), pinned("ses_0_expired", "10.1.2.0/25", -hour),
+                   pinned("ses_d_twin", "192.168.5.0/24", hour), pinned("ses_e_twin", "192.168.5.0/24", hour),
+                   pinned("ses_f_v6", "fd00::/8", hour), pinned("ses_g_v6", "fd00:1::/32", hour),
+                   pinned("ses_h_host", "10.9.9.9", hour)})
+        st.sessions.emplace(s.id, s);
+    Session fallback;
+    fallback.id = "default";
+    st.sessions.emplace("default", fallback);
+    st.default_session = "default";
+
+    const SourceCase cases[] = {
+        {"10.1.2.3", "ses_c_narrow"},
+        {"::ffff:10.1.2.3", "ses_c_narrow"},   // the IPv4-mapped spelling is the same client
+        {"10.1.3.1", "ses_b_mid"},
+        {"10.2.0.1", "ses_a_wide"},
+        {"10.9.9.9", "ses_h_host"},
+        {"192.168.5.7", nullptr},              // two sessions with one range: neither
+        {"fd00:1::5", "ses_g_v6"},
+        {"fd00:2::5", "ses_f_v6"},
+        {"172.16.0.1", "default"},
+    };
+    const auto now = std::chrono::system_clock::now();
+    for (const auto& c : cases) {
+        const Session* s = st.session_for_source(parse_ip_strict(c.client), now);
+        if (!c.want) {
+            EXPECT_EQ(s, nullptr) << c.client;
+            continue;
+        }
+        ASSERT_NE(s, nullptr) << c.client;
+        EXPECT_EQ(s->id, c.want) << c.client;
+    }
+    EXPECT_EQ(st.session_for_source(std::nullopt, now)->id, "default");
+}
+
+TEST(SessionForSourceTest, SameSourceRange) {
+    const auto cidr = [](const char* text) { return *parse_cidr(text); };
+    EXPECT_TRUE(same_source_range(cidr("10.0.0.0/8"), cidr("10.1.2.3/8")));
+    EXPECT_TRUE(same_source_range(cidr("10.1.2.0/24"), cidr("::ffff:10.1.2.0/120")));
+    EXPECT_FALSE(same_source_range(cidr("10.0.0.0/8"), cidr("10.0.0.0/16")));
+    EXPECT_FALSE(same_source_range(cidr("10.0.0.0/8"), cidr("11.0.0.0/8")));
+    EXPECT_FALSE(same_source_range(cidr("fd00::/8"), cidr("fd00::/16")));
 }
 
 }  // namespace

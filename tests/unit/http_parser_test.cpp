@@ -154,6 +154,8 @@ const std::vector<RejectedHead>& rejected_requests() {
         {"control in target", "GET /\x01 HTTP/1.1\r\nHost: a\r\n\r\n", 400},
         {"DEL in target", "GET /\x7f HTTP/1.1\r\nHost: a\r\n\r\n", 400},
         {"high byte in target", "GET /caf\xc3\xa9 HTTP/1.1\r\nHost: a\r\n\r\n", 400},
+        {"fragment in target", "GET /v1#/../admin HTTP/1.1\r\nHost: a\r\n\r\n", 400},
+        {"fragment in absolute form", "GET http://a/x?q#f HTTP/1.1\r\nHost: a\r\n\r\n", 400},
         // Field names.
         {"space before colon", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding : chunked\r\n\r\n", 400},
         {"tab before colon", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length\t: 5\r\n\r\n", 400},

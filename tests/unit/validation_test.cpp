@@ -173,8 +173,16 @@ TEST(Validation, PathPrefixes) {
         {"/", std::nullopt},
         {"/v1", std::nullopt},
         {"/api/v4/", std::nullopt},
-        {"/a.b/..c/...", std::nullopt},  // only whole "." and ".." segments are dot segments
-        {"/%2e%2e", std::nullopt},       // compared textually, so an encoded dot is just text
+        {"/a.b/..c/.d", std::nullopt},  // only segments of dots alone are dot segments
+        {"/a%20b/%41", std::nullopt},   // escapes of other bytes are plain text
+        // A request path with these is never covered, so a prefix with them would cover nothing.
+        {"/a/...", "may not contain ';', a run of dots"},
+        {"/%2e%2e", "may not contain ';', a run of dots"},
+        {"/v1%2fadmin", "may not contain ';', a run of dots"},
+        {"/v1;x", "may not contain ';', a run of dots"},
+        {"/v1/%25", "may not contain ';', a run of dots"},
+        {"/v1/%00", "may not contain ';', a run of dots"},
+        {"/v1/%c0%ae", "may not contain ';', a run of dots"},
         {"", "must start with \"/\""},
         {"api", "must start with \"/\""},
         {"*/api", "must start with \"/\""},
