@@ -58,11 +58,12 @@ struct PlainUpstream {
         if (!dialed.ok()) {
             result.status = dialed.timed_out ? 504 : 502;
             result.reason = dialed.timed_out ? "upstream_timeout" : "upstream_unreachable";
-            co_await write_all(client,
-                               dialed.timed_out
-                                   ? error_response(504, "upstream_timeout", "the destination did not answer in time", true)
-                                   : error_response(502, "upstream_unreachable", "cannot connect to the destination", true),
-                               *ctx.watchdog, ctx.rt->config.limits.idle_timeout);
+            // Built before the co_await: GCC 12 destroys a conditional's temporary
+            // twice across a suspension point.
+            auto reply = dialed.timed_out
+                             ? error_response(504, "upstream_timeout", "the destination did not answer in time", true)
+                             : error_response(502, "upstream_unreachable", "cannot connect to the destination", true);
+            co_await write_all(client, reply, *ctx.watchdog, ctx.rt->config.limits.idle_timeout);
             co_return false;
         }
         upstream.emplace(std::move(socket));
