@@ -39,6 +39,7 @@ struct ConnectionPhase {
     Authority dest;
     std::optional<tcp::socket> upstream;  // tunnel: dialled and checked
     std::string leftover;                 // tunnel: bytes the client sent after the CONNECT head
+    std::optional<EgressPolicy> sni_policy;  // tunnel: judges the client's ClientHello (tunnel_sni_check)
     bool session_registered = false;      // in rt->connections, to be removed at the end
 };
 
@@ -58,7 +59,10 @@ awaitable<void> run_mitm(ClientContext ctx, tcp::socket client, Authority dest);
 
 // After "200 Connection established" to an allowed host: bytes spliced both ways.
 // The sockets stay owned by the caller (whose watchdog already watches the client).
+// With `sni_policy`, the client's first bytes go upstream only if a ClientHello
+// among them names `dest` (check_tunnel_sni); else the refusal is logged and
+// the tunnel ends.
 awaitable<void> run_tunnel(ClientContext& ctx, tcp::socket& client, tcp::socket& upstream, const Authority& dest,
-                           std::string leftover);
+                           std::string leftover, const EgressPolicy* sni_policy);
 
 }  // namespace vaultgate::net
