@@ -193,6 +193,13 @@ AccessLogEntry access_entry(const ClientContext& ctx, std::string_view ingress, 
     return e;
 }
 
+void record_malformed_request(const ClientContext& ctx, int status, clock::time_point start) {
+    auto e = access_entry(ctx, "denied", "-", Authority{}, start);
+    e.status = status;
+    e.reason = "malformed_request";
+    ctx.rt->record(e);
+}
+
 ClientContext make_client_context(std::shared_ptr<Runtime> rt, tcp::socket& client, std::string client_ip) {
     ClientContext ctx;
     ctx.rt = std::move(rt);
@@ -225,6 +232,7 @@ awaitable<ConnectionPhase> serve_first_request(ClientContext& ctx, tcp::socket& 
     auto outcome = co_await read_head(client, buf, req, parse_request_head, head_limits, *ctx.watchdog,
                                       {limits.handshake_timeout, limits.handshake_timeout}, parsed);
     if (outcome == HeadOutcome::invalid) {
+        record_malformed_request(ctx, parsed.http_status, start);
         co_await refuse(ctx, client, error_response(parsed.http_status, "bad_request", parsed.reason, true));
         co_return next;
     }
