@@ -39,7 +39,7 @@ nlohmann::json service_to_json(const ServiceConfig& service);
 std::optional<ServiceConfig> service_from_json(const nlohmann::json& j, std::string* error);
 
 // {"allow_https","allow_http","allow_package_managers","allowed_domains":[...],
-// "allowed_cidrs":[...]}. The policy's `name` is not part of this form: an
+// "allowed_cidrs":[...],"tunnel_sni_check"}. The policy's `name` is not part of this form: an
 // inline policy has none, and a stored one keeps it beside.
 nlohmann::json policy_to_json(const EgressPolicy& policy);
 

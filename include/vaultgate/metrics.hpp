@@ -30,6 +30,9 @@ public:
     void connection_opened() { connections_total_.fetch_add(1, std::memory_order_relaxed); active_connections_.fetch_add(1, std::memory_order_relaxed); }
     void connection_closed() { active_connections_.fetch_sub(1, std::memory_order_relaxed); }
     void connection_refused() { connections_refused_.fetch_add(1, std::memory_order_relaxed); }
+    // One look at the unread bytes of a client's ClientHello (transparent mode, checked tunnels).
+    void client_hello_peek() { client_hello_peeks_.fetch_add(1, std::memory_order_relaxed); }
+    std::uint64_t client_hello_peeks() const { return client_hello_peeks_.load(std::memory_order_relaxed); }
 
     // ingress: mitm | tunnel | http | denied; status 0 = no response
     void request(std::string_view ingress, int status);
@@ -49,6 +52,7 @@ private:
     std::atomic<std::uint64_t> connections_total_{0};
     std::atomic<std::int64_t> active_connections_{0};
     std::atomic<std::uint64_t> connections_refused_{0};
+    std::atomic<std::uint64_t> client_hello_peeks_{0};
 
     // Finds a (vault, service) series without building a key string.
     struct NamePairLess {

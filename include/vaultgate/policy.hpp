@@ -2,6 +2,7 @@
 // The egress policy: which destinations a session may reach untouched. Pure
 // functions over values; the network layer calls them before it dials.
 #include "vaultgate/address.hpp"
+#include "vaultgate/client_hello.hpp"
 #include "vaultgate/host.hpp"
 
 #include <cstdint>
@@ -30,6 +31,8 @@ struct EgressPolicy {
     bool allow_package_managers = false;
     std::vector<DomainRule> allowed_domains;
     std::vector<Cidr> allowed_cidrs;
+    // A tunnel's TLS ClientHello must name the CONNECT host (check_tunnel_sni).
+    bool tunnel_sni_check = true;
 };
 
 // How the client asked to go there.
@@ -56,6 +59,7 @@ enum class DenyReason {
     destination_mismatch,   // transparent mode: the SNI name does not resolve to the original destination
     no_server_name,         // transparent mode: no usable SNI (absent, an IP literal, or malformed)
     path_not_covered,       // bound host: a path no path_prefix covers and an origin may read as another path
+    sni_mismatch,           // tunnel: the ClientHello names another host than the CONNECT, or cannot be read
 };
 
 std::string_view deny_reason_name(DenyReason r);
@@ -73,5 +77,12 @@ DenyReason check_destination(const EgressPolicy& policy, const Authority& dest, 
 // from the private-address rule). Self-connections are checked separately by the
 // caller, which knows the listeners.
 DenyReason check_address(const EgressPolicy& policy, const IpAddress& addr, bool operator_pinned);
+
+// The ClientHello a client sent first through a tunnel to `dest` (allowed by
+// `policy`): a readable hello must name dest's host, or, when dest is an IP
+// literal, a host the policy allows on dest's port. Otherwise a sandbox could
+// reach a forbidden name on an allowed address (domain fronting). No SNI, or
+// bytes that are not TLS, pass. sni_mismatch when refused, else none.
+DenyReason check_tunnel_sni(const EgressPolicy& policy, const Authority& dest, const HelloResult& hello);
 
 }  // namespace vaultgate

@@ -118,7 +118,7 @@ std::optional<FieldError> build_auth_spec(const AuthFields& fields, AuthSpec* ou
 // --- egress policies -------------------------------------------------------------
 
 // The keys a policy object may have, for the callers' unknown-key check.
-inline constexpr std::array<std::string_view, 5> policy_keys = {
-    "allow_https", "allow_http", "allow_package_managers", "allowed_domains", "allowed_cidrs"};
+inline constexpr std::array<std::string_view, 6> policy_keys = {
+    "allow_https", "allow_http", "allow_package_managers", "allowed_domains", "allowed_cidrs", "tunnel_sni_check"};
 
 }  // namespace vaultgate::validation

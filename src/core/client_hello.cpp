@@ -1,5 +1,6 @@
 #include "vaultgate/client_hello.hpp"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace vaultgate {
@@ -45,7 +46,9 @@ constexpr std::uint32_t record_handshake = 22;
 constexpr std::uint32_t handshake_client_hello = 1;
 constexpr std::uint32_t extension_server_name = 0;
 constexpr std::uint32_t name_type_host = 0;
-constexpr std::size_t max_record = 16384;
+constexpr std::size_t max_record = max_client_hello_bytes - 5;
+constexpr std::size_t record_header_bytes = 5;
+constexpr std::size_t headers_bytes = record_header_bytes + 4;  // and the handshake header
 
 }  // namespace
 
@@ -103,6 +106,16 @@ HelloResult read_client_hello(std::string_view bytes) {
     }
     r.status = seen_sni ? HelloStatus::ok : HelloStatus::no_sni;
     return r;
+}
+
+std::size_t client_hello_bytes_needed(std::string_view bytes) {
+    if (bytes.size() < record_header_bytes) return record_header_bytes;
+    if (bytes.size() < headers_bytes) return headers_bytes;
+    const std::size_t hello_len = static_cast<std::size_t>(static_cast<unsigned char>(bytes[6])) << 16 |
+                                  static_cast<std::size_t>(static_cast<unsigned char>(bytes[7])) << 8 |
+                                  static_cast<unsigned char>(bytes[8]);
+    // read_client_hello refuses a hello longer than its record, and a record over 16 KiB.
+    return std::min(headers_bytes + hello_len, max_client_hello_bytes);
 }
 
 bool lists_tls13(std::string_view supported_versions) {

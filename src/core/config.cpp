@@ -653,6 +653,8 @@ private:
             if (auto* x = find(f, "allow_http")) policy.allow_http = bool_value(*x, child(ppath, "allow_http"));
             if (auto* x = find(f, "allow_package_managers"))
                 policy.allow_package_managers = bool_value(*x, child(ppath, "allow_package_managers"));
+            if (auto* x = find(f, "tunnel_sni_check"))
+                policy.tunnel_sni_check = bool_value(*x, child(ppath, "tunnel_sni_check"));
             if (auto* x = find(f, "allowed_domains")) {
                 const auto dpath = child(ppath, "allowed_domains");
                 const auto items = list_value(*x, dpath);

@@ -150,6 +150,7 @@ EgressPolicy decode_policy(const json& j) {
     if (const auto* x = field(j, "allow_http")) policy.allow_http = bool_value(*x, "allow_http");
     if (const auto* x = field(j, "allow_package_managers"))
         policy.allow_package_managers = bool_value(*x, "allow_package_managers");
+    if (const auto* x = field(j, "tunnel_sni_check")) policy.tunnel_sni_check = bool_value(*x, "tunnel_sni_check");
     if (const auto* x = field(j, "allowed_domains")) {
         const auto& items = list_value(*x, "allowed_domains");
         for (std::size_t i = 0; i < items.size(); ++i) {
@@ -267,6 +268,7 @@ nlohmann::json policy_to_json(const EgressPolicy& policy) {
     j["allow_package_managers"] = policy.allow_package_managers;
     j["allowed_domains"] = std::move(domains);
     j["allowed_cidrs"] = std::move(cidrs);
+    j["tunnel_sni_check"] = policy.tunnel_sni_check;
     return j;
 }
 

@@ -89,6 +89,8 @@ std::string Metrics::render(const MetricsExtras& extras) const {
     counter("vaultgate_connections_total", "Client connections accepted.", connections_total_.load());
     counter("vaultgate_connections_refused_total", "Client connections refused by a connection limit.",
             connections_refused_.load());
+    counter("vaultgate_client_hello_peeks_total", "Looks at the unread bytes of a client's TLS ClientHello.",
+            client_hello_peeks_.load());
     std::snprintf(buf, sizeof buf,
                   "# HELP vaultgate_connections_active Client connections open now.\n"
                   "# TYPE vaultgate_connections_active gauge\nvaultgate_connections_active %lld",

@@ -156,6 +156,7 @@ std::string_view deny_reason_name(DenyReason r) {
         case DenyReason::destination_mismatch: return "destination_mismatch";
         case DenyReason::no_server_name: return "no_server_name";
         case DenyReason::path_not_covered: return "path_not_covered";
+        case DenyReason::sni_mismatch: return "sni_mismatch";
     }
     return "unknown";
 }
@@ -213,6 +214,10 @@ std::string deny_reason_advice(DenyReason r, const Authority& dest) {
                    " has a ';' parameter, a backslash, a dot segment, or an escape of '.', '/', '\\', ';' or "
                    "'%', a control byte or overlong UTF-8, which an origin may read as another path; such a path "
                    "is never matched against a service's path_prefix. Send the path in its plain form.";
+        case DenyReason::sni_mismatch:
+            return "The TLS server name (SNI) sent through the tunnel to " + where +
+                   " names another host; connect to the host the TLS connection is for, or set "
+                   "egress_policies.<policy>.tunnel_sni_check to false.";
     }
     return "The destination is refused by egress_policies.<policy>.";
 }
@@ -233,6 +238,24 @@ DenyReason check_destination(const EgressPolicy& policy, const Authority& dest, 
         case RuleMatch::none: break;
     }
     return DenyReason::domain_not_allowed;
+}
+
+DenyReason check_tunnel_sni(const EgressPolicy& policy, const Authority& dest, const HelloResult& hello) {
+    switch (hello.status) {
+        case HelloStatus::not_tls:
+        case HelloStatus::no_sni: return DenyReason::none;
+        // What vaultgate cannot read (a hello split over records, say) an origin may still take.
+        case HelloStatus::incomplete:
+        case HelloStatus::malformed: return DenyReason::sni_mismatch;
+        case HelloStatus::ok: break;
+    }
+    const HostResult name = normalize_host(hello.server_name);
+    if (!name) return DenyReason::sni_mismatch;
+    if (*name.host == dest.host && name.kind == dest.kind) return DenyReason::none;
+    if (dest.kind == HostKind::name || name.kind != HostKind::name) return DenyReason::sni_mismatch;
+    const Authority named{*name.host, dest.port, HostKind::name};
+    return check_destination(policy, named, EgressKind::connect) == DenyReason::none ? DenyReason::none
+                                                                                     : DenyReason::sni_mismatch;
 }
 
 DenyReason check_address(const EgressPolicy& policy, const IpAddress& addr, bool operator_pinned) {

@@ -26,6 +26,11 @@ double ms_since(clock::time_point start);
 AccessLogEntry access_entry(const ClientContext& ctx, std::string_view ingress, std::string_view method,
                             const Authority& dest, clock::time_point start);
 
+// Logs a request that could not be read (a broken request line or head, a
+// target that is no proxy request) as denied, `malformed_request`, with none
+// of the client's bytes: they may hold a secret.
+void record_malformed_request(const ClientContext& ctx, int status, clock::time_point start);
+
 // A fresh context for an accepted socket: its watchdog started and watching it,
 // the client's address (as the accept loop read it), Nagle off, non-blocking.
 ClientContext make_client_context(std::shared_ptr<Runtime> rt, tcp::socket& client, std::string client_ip);
@@ -39,6 +44,7 @@ struct ConnectionPhase {
     Authority dest;
     std::optional<tcp::socket> upstream;  // tunnel: dialled and checked
     std::string leftover;                 // tunnel: bytes the client sent after the CONNECT head
+    std::optional<EgressPolicy> sni_policy;  // tunnel: judges the client's ClientHello (tunnel_sni_check)
     bool session_registered = false;      // in rt->connections, to be removed at the end
 };
 
@@ -58,7 +64,10 @@ awaitable<void> run_mitm(ClientContext ctx, tcp::socket client, Authority dest);
 
 // After "200 Connection established" to an allowed host: bytes spliced both ways.
 // The sockets stay owned by the caller (whose watchdog already watches the client).
+// With `sni_policy`, the client's first bytes go upstream only if a ClientHello
+// among them names `dest` (check_tunnel_sni); else the refusal is logged and
+// the tunnel ends.
 awaitable<void> run_tunnel(ClientContext& ctx, tcp::socket& client, tcp::socket& upstream, const Authority& dest,
-                           std::string leftover);
+                           std::string leftover, const EgressPolicy* sni_policy);
 
 }  // namespace vaultgate::net

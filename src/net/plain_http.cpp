@@ -88,6 +88,7 @@ awaitable<void> handle_plain_http(ClientContext& ctx, tcp::socket& client, ReadB
     std::string_view authority_text;
     std::string origin_form;
     if (!split_http_url(req.target, authority_text, origin_form)) {
+        record_malformed_request(ctx, 400, start);
         co_await answer(ctx, client,
                         error_response(400, "not_a_proxy_request",
                                        "send CONNECT host:port, or an absolute-form http:// request", true));
@@ -95,6 +96,7 @@ awaitable<void> handle_plain_http(ClientContext& ctx, tcp::socket& client, ReadB
     }
     auto parsed = parse_authority(authority_text, 80);
     if (!parsed) {
+        record_malformed_request(ctx, 400, start);
         co_await answer(ctx, client, error_response(400, "bad_authority", host_error_text(parsed.error), true));
         co_return;
     }

@@ -4,6 +4,7 @@
 // pipelined bytes never reach anyone.
 #include "connection.hpp"
 #include "dialer.hpp"
+#include "hello_peek.hpp"
 #include "http_io.hpp"
 #include "plain_http.hpp"
 #include "proxy_responses.hpp"
@@ -100,23 +101,70 @@ awaitable<ConnectionPhase> handle_connect(ClientContext& ctx, tcp::socket& clien
     next.dest = dest;
     next.upstream.emplace(std::move(upstream));
     next.leftover.assign(buf.view());
+    if (session.policy.tunnel_sni_check) next.sni_policy = session.policy;
     co_return next;
+}
+
+enum class FirstBytes { pass, refused, ended };
+
+// Waits for the client's first bytes in a tunnel and judges the ClientHello
+// they may start (check_tunnel_sni); nothing has gone upstream yet. Until the
+// first byte the idle timeout applies (in some protocols the server speaks
+// first, and it may already be doing so); from it, the hello has handshake_timeout.
+awaitable<FirstBytes> judge_first_bytes(ClientContext& ctx, tcp::socket& client, const Authority& dest,
+                                        const EgressPolicy& policy, std::string_view leftover,
+                                        clock::time_point start) {
+    const auto& limits = ctx.rt->config.limits;
+    if (leftover.empty() && !readable_now(client)) {
+        ctx.watchdog->arm(limits.idle_timeout);
+        auto [ec] = co_await client.async_wait(tcp::socket::wait_read, use_tuple);
+        if (ec) co_return FirstBytes::ended;
+    }
+    const auto peeked =
+        co_await peek_client_hello(client, leftover, *ctx.watchdog, limits.handshake_timeout, ctx.rt->metrics);
+    if (peeked.hello.status == HelloStatus::incomplete && !peeked.timed_out) co_return FirstBytes::ended;
+    const DenyReason reason = check_tunnel_sni(policy, dest, peeked.hello);
+    if (reason == DenyReason::none) co_return FirstBytes::pass;
+    auto e = access_entry(ctx, "denied", "CONNECT", dest, start);
+    e.status = 403;
+    e.reason = std::string(deny_reason_name(reason));
+    ctx.rt->record(e);
+    co_return FirstBytes::refused;
 }
 
 }  // namespace
 
 awaitable<void> run_tunnel(ClientContext& ctx, tcp::socket& client, tcp::socket& upstream, const Authority& dest,
-                           std::string leftover) {
+                           std::string leftover, const EgressPolicy* sni_policy) {
+    using namespace asio::experimental::awaitable_operators;
     auto start = clock::now();
     auto& wd = *ctx.watchdog;
+    const auto idle = ctx.rt->config.limits.idle_timeout;
     wd.watch(upstream);
     SpliceCounters counters;
-    bool ok = true;
-    if (!leftover.empty()) {
-        ok = !co_await write_all(upstream, leftover, wd, ctx.rt->config.limits.idle_timeout);
-        counters.up += leftover.size();
+    bool refused = false;
+    // The origin's bytes flow from the start; the client's only once judged.
+    auto client_to_upstream = [&]() -> awaitable<void> {
+        const FirstBytes first = sni_policy ? co_await judge_first_bytes(ctx, client, dest, *sni_policy, leftover, start)
+                                            : FirstBytes::pass;
+        refused = first == FirstBytes::refused;
+        bool ok = first == FirstBytes::pass;
+        if (ok && !leftover.empty()) {
+            ok = !co_await write_all(upstream, leftover, wd, idle);
+            counters.up += leftover.size();
+        }
+        if (ok) co_await detail::pump(client, upstream, counters.up, wd, idle, splice_buffer_bytes);
+        // Closed rather than cancelled: the other direction may not have started its read yet.
+        else {
+            error_code ignored;
+            upstream.close(ignored);
+        }
+    };
+    co_await (client_to_upstream() && detail::pump(upstream, client, counters.down, wd, idle, splice_buffer_bytes));
+    if (refused) {
+        wd.unwatch(upstream);
+        co_return;
     }
-    if (ok) co_await splice(client, upstream, wd, ctx.rt->config.limits.idle_timeout, counters);
     auto e = access_entry(ctx, "tunnel", "CONNECT", dest, start);
     e.status = 200;
     e.bytes_up = counters.up;
@@ -143,6 +191,13 @@ AccessLogEntry access_entry(const ClientContext& ctx, std::string_view ingress, 
     e.ms = ms_since(start);
     e.client = ctx.client_ip;
     return e;
+}
+
+void record_malformed_request(const ClientContext& ctx, int status, clock::time_point start) {
+    auto e = access_entry(ctx, "denied", "-", Authority{}, start);
+    e.status = status;
+    e.reason = "malformed_request";
+    ctx.rt->record(e);
 }
 
 ClientContext make_client_context(std::shared_ptr<Runtime> rt, tcp::socket& client, std::string client_ip) {
@@ -177,6 +232,7 @@ awaitable<ConnectionPhase> serve_first_request(ClientContext& ctx, tcp::socket& 
     auto outcome = co_await read_head(client, buf, req, parse_request_head, head_limits, *ctx.watchdog,
                                       {limits.handshake_timeout, limits.handshake_timeout}, parsed);
     if (outcome == HeadOutcome::invalid) {
+        record_malformed_request(ctx, parsed.http_status, start);
         co_await refuse(ctx, client, error_response(parsed.http_status, "bad_request", parsed.reason, true));
         co_return next;
     }
@@ -220,7 +276,8 @@ awaitable<void> run_connection_phase(ClientContext& ctx, tcp::socket& client, Co
     if (next.kind == ConnectionPhase::Kind::mitm) {
         co_await run_mitm(ctx, std::move(client), std::move(next.dest));
     } else if (next.kind == ConnectionPhase::Kind::tunnel) {
-        co_await run_tunnel(ctx, client, *next.upstream, next.dest, std::move(next.leftover));
+        co_await run_tunnel(ctx, client, *next.upstream, next.dest, std::move(next.leftover),
+                            next.sni_policy ? &*next.sni_policy : nullptr);
     }
     if (next.session_registered) ctx.rt->connections.remove(ctx.session_id, ctx.watchdog);
     error_code ignored;

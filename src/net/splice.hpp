@@ -13,6 +13,9 @@
 
 namespace vaultgate::net {
 
+// Each direction's copy buffer.
+inline constexpr std::size_t splice_buffer_bytes = 65536;
+
 struct SpliceCounters {
     std::uint64_t up = 0;    // client -> upstream
     std::uint64_t down = 0;  // upstream -> client
@@ -65,7 +68,7 @@ awaitable<void> pump(From& from, To& to, std::uint64_t& counter, Watchdog& watch
 // the client) are sent upstream first.
 template <class Client, class Upstream>
 awaitable<void> splice(Client& client, Upstream& upstream, Watchdog& watchdog, clock::duration idle,
-                       SpliceCounters& counters, std::size_t buffer_size = 65536) {
+                       SpliceCounters& counters, std::size_t buffer_size = splice_buffer_bytes) {
     using namespace asio::experimental::awaitable_operators;
     co_await (detail::pump(client, upstream, counters.up, watchdog, idle, buffer_size) &&
               detail::pump(upstream, client, counters.down, watchdog, idle, buffer_size));

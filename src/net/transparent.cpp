@@ -6,6 +6,7 @@
 // (only if the SNI name really resolves to it), otherwise a TLS alert.
 #include "connection.hpp"
 #include "dialer.hpp"
+#include "hello_peek.hpp"
 #include "http_io.hpp"
 #include "plain_http.hpp"
 #include "proxy_responses.hpp"
@@ -46,35 +47,6 @@ std::optional<tcp::endpoint> original_destination(tcp::socket& socket) {
 // refusal (access_denied) or a failure (internal_error) instead of a reset.
 constexpr unsigned char access_denied_alert[] = {0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x31};
 constexpr unsigned char internal_error_alert[] = {0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x50};
-
-// Peeks until the ClientHello is complete. Peeking leaves the bytes in the
-// socket for the TLS layer (MITM) or the tunnel. A short pause between peeks
-// stands in for "wait for more", since readiness stays signalled while
-// peeked bytes remain unread.
-awaitable<HelloResult> peek_client_hello(tcp::socket& socket, Watchdog& watchdog, clock::duration timeout) {
-    watchdog.arm(timeout);
-    std::string buf(16384 + 5, '\0');
-    asio::steady_timer pause(socket.get_executor());
-    std::size_t last = 0;
-    for (;;) {
-        auto [ec] = co_await socket.async_wait(tcp::socket::wait_read, use_tuple);
-        if (ec || watchdog.expired()) co_return HelloResult{HelloStatus::malformed, {}};
-        ssize_t n = ::recv(socket.native_handle(), buf.data(), buf.size(), MSG_PEEK);
-        // The socket is non-blocking (make_client_context): a wake-up with
-        // nothing to read after all is waited out, not taken for a bad hello.
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
-        if (n <= 0) co_return HelloResult{HelloStatus::malformed, {}};
-        auto r = read_client_hello(std::string_view(buf.data(), static_cast<std::size_t>(n)));
-        if (r.status != HelloStatus::incomplete) co_return r;
-        if (static_cast<std::size_t>(n) == buf.size()) co_return HelloResult{HelloStatus::malformed, {}};
-        if (static_cast<std::size_t>(n) == last) {
-            pause.expires_after(std::chrono::milliseconds(5));
-            co_await pause.async_wait(use_tuple);
-            if (watchdog.expired()) co_return HelloResult{HelloStatus::malformed, {}};
-        }
-        last = static_cast<std::size_t>(n);
-    }
-}
 
 void record_tls(ClientContext& ctx, const char* ingress, int status, std::string reason, const Authority& dest,
                 clock::time_point start) {
@@ -167,7 +139,9 @@ awaitable<ConnectionPhase> route_transparent(ClientContext& ctx, tcp::socket& cl
     }
     if (session) ctx.session_id = session->id;
 
-    auto hello = co_await peek_client_hello(client, *ctx.watchdog, rt->config.limits.handshake_timeout);
+    const auto peeked =
+        co_await peek_client_hello(client, {}, *ctx.watchdog, rt->config.limits.handshake_timeout, rt->metrics);
+    const HelloResult& hello = peeked.hello;
     if (is_own_connection(*rt, client, original)) {
         ctx.session_id.clear();  // vaultgate looping back to itself: no session applies
         co_await refuse_tls(ctx, client, DenyReason::self_connection, dest, start);

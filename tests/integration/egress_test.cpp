@@ -281,5 +281,37 @@ TEST_F(PlainHttpTest, OriginFormRequestToTheProxyIs400) {
     EXPECT_EQ(resp.rfind("HTTP/1.1 400", 0), 0u) << resp;
 }
 
+// A request line the proxy cannot parse is answered and logged, with nothing
+// of what the client sent (it may carry a secret).
+TEST_F(PlainHttpTest, AMalformedRequestLineIsLoggedWithoutItsBytes) {
+    start("");
+    RawClient c(proxy_->port());
+    const auto resp = c.send_plain("G@RBAGE secret-looking-token\r\n\r\n");
+    EXPECT_EQ(resp.rfind("HTTP/1.1 400", 0), 0u) << resp;
+    ASSERT_TRUE(proxy_->wait_for_log("\"reason\":\"malformed_request\""));
+    const auto log = proxy_->access_log_text();
+    EXPECT_NE(log.find("\"ingress\":\"denied\",\"method\":\"-\",\"host\":\"\",\"port\":0,\"path\":\"\",\"status\":400"),
+              std::string::npos)
+        << log;
+    EXPECT_EQ(log.find("secret-looking-token"), std::string::npos) << log;
+    EXPECT_EQ(log.find("RBAGE"), std::string::npos) << log;
+
+    // A well-formed line whose target is no proxy request, or names no valid host.
+    for (const char* line : {"GET /echo?key=secret-in-target HTTP/1.1\r\nHost: plain.test\r\n\r\n",
+                             "GET http://secret-in-host..test/ HTTP/1.1\r\nHost: plain.test\r\n\r\n"}) {
+        RawClient other(proxy_->port());
+        const auto answer = other.send_plain(line);
+        EXPECT_EQ(answer.rfind("HTTP/1.1 400", 0), 0u) << answer;
+    }
+    EXPECT_TRUE(eventually([&] {
+        const auto text = proxy_->access_log_text();
+        std::size_t lines = 0;
+        for (std::size_t pos = 0; (pos = text.find("\"reason\":\"malformed_request\"", pos)) != std::string::npos; ++pos)
+            ++lines;
+        return lines == 3;
+    })) << proxy_->access_log_text();
+    EXPECT_EQ(proxy_->access_log_text().find("secret-in"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace vaultgate::test

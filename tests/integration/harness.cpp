@@ -539,11 +539,12 @@ std::string RawClient::connect(const std::string& authority, const std::string& 
     return head;
 }
 
-bool RawClient::start_tls(const std::string& ca_file, const std::string& host, std::string* error) {
+bool RawClient::start_tls(const std::string& ca_file, const std::string& host, std::string* error,
+                          const std::string& sni) {
     tls_.load_verify_file(ca_file);
     tls_.set_verify_mode(ssl::verify_peer);
     tls_stream_ = std::make_unique<ssl::stream<tcp::socket&>>(socket_, tls_);
-    SSL_set_tlsext_host_name(tls_stream_->native_handle(), host.c_str());
+    SSL_set_tlsext_host_name(tls_stream_->native_handle(), (sni.empty() ? host : sni).c_str());
     SSL_set1_host(tls_stream_->native_handle(), host.c_str());
     boost::system::error_code ec;
     tls_stream_->handshake(ssl::stream_base::client, ec);

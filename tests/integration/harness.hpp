@@ -171,7 +171,9 @@ public:
     // CONNECT authority; returns the status line + headers of the proxy's answer.
     std::string connect(const std::string& authority, const std::string& extra_headers = "");
     // TLS handshake over the tunnel, checking the certificate against ca_file for `host`.
-    bool start_tls(const std::string& ca_file, const std::string& host, std::string* error = nullptr);
+    // The SNI names `host` too, unless `sni` is given.
+    bool start_tls(const std::string& ca_file, const std::string& host, std::string* error = nullptr,
+                   const std::string& sni = "");
     // The client's TLS settings (versions, suites), before start_tls.
     ssl::context& tls_context() { return tls_; }
     // The connection's OpenSSL object once start_tls succeeded, else null.

@@ -43,6 +43,20 @@ TEST(ClientHello, EveryPrefixIsIncompleteNeverMalformed) {
         EXPECT_EQ(read_client_hello(std::string_view(hello).substr(0, n)).status, HelloStatus::incomplete) << n;
 }
 
+// What a reader waits for next: the record header, the handshake header, then
+// the whole hello, and never more than one record.
+TEST(ClientHello, BytesNeededGrowToTheWholeHello) {
+    const auto hello = client_hello("api.example.com");
+    const std::string_view v(hello);
+    EXPECT_EQ(client_hello_bytes_needed(v.substr(0, 0)), 5u);
+    EXPECT_EQ(client_hello_bytes_needed(v.substr(0, 4)), 5u);
+    EXPECT_EQ(client_hello_bytes_needed(v.substr(0, 5)), 9u);
+    EXPECT_EQ(client_hello_bytes_needed(v.substr(0, 9)), hello.size());
+    EXPECT_EQ(client_hello_bytes_needed(v.substr(0, hello.size() - 1)), hello.size());
+    EXPECT_EQ(client_hello_bytes_needed(std::string("\x16\x03\x01\x40\x00\x01\xff\xff\xff", 9)),
+              max_client_hello_bytes);
+}
+
 TEST(ClientHello, NotTls) {
     EXPECT_EQ(read_client_hello("GET / HTTP/1.1\r\n").status, HelloStatus::not_tls);
     EXPECT_EQ(read_client_hello(std::string("\x16\x02\x00\x00\x10", 5)).status, HelloStatus::not_tls);

@@ -347,6 +347,11 @@ TEST(ConfigTest, NulInAnyStringIsRefusedWithItsPlace) {
     EXPECT_NE(raw.find("NUL byte"), std::string::npos) << raw;
 }
 
+TEST(ConfigTest, TunnelSniCheckCanBeTurnedOff) {
+    const Config c = parse_config("egress_policies:\n  loose: { tunnel_sni_check: false }\n", "t.yaml");
+    EXPECT_FALSE(c.egress_policies.at("loose").tunnel_sni_check);
+}
+
 TEST(ConfigTest, PartialSectionsKeepOtherDefaults) {
     const Config c = parse_config(R"(
 listen:
@@ -486,6 +491,7 @@ sessions:
     const auto& p = c.egress_policies.at("open");
     EXPECT_EQ(p.name, "open");
     EXPECT_TRUE(p.allow_https);  // not written: the EgressPolicy default
+    EXPECT_TRUE(p.tunnel_sni_check);  // likewise
     EXPECT_TRUE(p.allow_http);
     EXPECT_TRUE(p.allow_package_managers);
     ASSERT_EQ(p.allowed_domains.size(), 3u);

@@ -32,6 +32,7 @@ void expect_same_policy(const EgressPolicy& a, const EgressPolicy& b) {
     EXPECT_EQ(a.allow_https, b.allow_https);
     EXPECT_EQ(a.allow_http, b.allow_http);
     EXPECT_EQ(a.allow_package_managers, b.allow_package_managers);
+    EXPECT_EQ(a.tunnel_sni_check, b.tunnel_sni_check);
     ASSERT_EQ(a.allowed_domains.size(), b.allowed_domains.size());
     for (std::size_t i = 0; i < a.allowed_domains.size(); ++i) {
         EXPECT_EQ(a.allowed_domains[i].host, b.allowed_domains[i].host);
@@ -254,7 +255,8 @@ TEST(JsonCodecPolicy, RoundTripKeepsRuleText) {
     const json j = json::parse(R"({
         "allow_https": true, "allow_http": true, "allow_package_managers": true,
         "allowed_domains": ["api.example.com", "*.example.com:8443", "plain.example.org:80", "xn--bcher-kva.example"],
-        "allowed_cidrs": ["10.0.0.0/8", "fd00::/8", "192.0.2.1/32", "2001:db8::1/128", "::ffff:10.0.0.0/104"]
+        "allowed_cidrs": ["10.0.0.0/8", "fd00::/8", "192.0.2.1/32", "2001:db8::1/128", "::ffff:10.0.0.0/104"],
+        "tunnel_sni_check": false
     })");
     std::string error;
     const auto policy = policy_from_json(j, &error);
@@ -289,6 +291,7 @@ TEST(JsonCodecPolicy, AbsentKeysTakeConfigDefaults) {
     EXPECT_FALSE(p->allow_package_managers);
     EXPECT_TRUE(p->allowed_domains.empty());
     EXPECT_TRUE(p->allowed_cidrs.empty());
+    EXPECT_TRUE(p->tunnel_sni_check);
     EXPECT_TRUE(p->name.empty());
     const auto n = policy_from_json(json::parse(R"({"allow_https":null,"allowed_domains":null})"), &error);
     ASSERT_TRUE(n) << error;

@@ -185,6 +185,43 @@ TEST(CheckDestination, HttpsOnlyPolicy) {
     });
 }
 
+HelloResult hello_naming(const std::string& name) { return HelloResult{HelloStatus::ok, name}; }
+
+TEST(CheckTunnelSni, TheHelloMustNameTheConnectHost) {
+    using D = DenyReason;
+    const auto policy = sample_policy();
+    EXPECT_EQ(check_tunnel_sni(policy, dest("api.example.com:443"), hello_naming("api.example.com")), D::none);
+    EXPECT_EQ(check_tunnel_sni(policy, dest("api.example.com:443"), hello_naming("API.Example.COM.")), D::none);
+    // Another name, even one the policy allows: the CONNECT chose the address.
+    EXPECT_EQ(check_tunnel_sni(policy, dest("api.example.com:443"), hello_naming("x.cdn.example.net")),
+              D::sni_mismatch);
+    EXPECT_EQ(check_tunnel_sni(policy, dest("api.example.com:443"), hello_naming("forbidden.test")), D::sni_mismatch);
+    EXPECT_EQ(check_tunnel_sni(policy, dest("api.example.com:443"), hello_naming("8.8.8.8")), D::sni_mismatch);
+    EXPECT_EQ(check_tunnel_sni(policy, dest("api.example.com:443"), hello_naming("bad name")), D::sni_mismatch);
+}
+
+TEST(CheckTunnelSni, ThroughAnIpLiteralTheNameMustBeAllowedThere) {
+    using D = DenyReason;
+    const auto policy = sample_policy();
+    EXPECT_EQ(check_tunnel_sni(policy, dest("8.8.8.8:443"), hello_naming("api.example.com")), D::none);
+    EXPECT_EQ(check_tunnel_sni(policy, dest("8.8.8.8:8443"), hello_naming("api.example.com")), D::sni_mismatch);
+    EXPECT_EQ(check_tunnel_sni(policy, dest("8.8.8.8:443"), hello_naming("forbidden.test")), D::sni_mismatch);
+    EXPECT_EQ(check_tunnel_sni(policy, dest("8.8.8.8:443"), hello_naming("8.8.8.8")), D::none);
+    EXPECT_EQ(check_tunnel_sni(policy, dest("8.8.8.8:443"), hello_naming("8.8.4.4")), D::sni_mismatch);
+}
+
+TEST(CheckTunnelSni, NoHelloOrNoNamePassesAnUnreadableHelloDoesNot) {
+    using D = DenyReason;
+    const auto policy = sample_policy();
+    const auto to = dest("api.example.com:443");
+    EXPECT_EQ(check_tunnel_sni(policy, to, HelloResult{HelloStatus::not_tls, {}}), D::none);
+    EXPECT_EQ(check_tunnel_sni(policy, to, HelloResult{HelloStatus::no_sni, {}}), D::none);
+    EXPECT_EQ(check_tunnel_sni(policy, to, HelloResult{HelloStatus::malformed, {}}), D::sni_mismatch);
+    EXPECT_EQ(check_tunnel_sni(policy, to, HelloResult{HelloStatus::incomplete, {}}), D::sni_mismatch);
+    EXPECT_EQ(deny_reason_name(D::sni_mismatch), "sni_mismatch");
+    EXPECT_NE(deny_reason_advice(D::sni_mismatch, to).find("tunnel_sni_check"), std::string::npos);
+}
+
 TEST(CheckDestination, HttpAllowed) {
     using D = DenyReason;
     constexpr auto connect = EgressKind::connect;
