@@ -55,6 +55,7 @@ public:
 
 private:
     bool was_enabled_;
+    bool was_freeing_directly_;
 };
 
 // Frees the blocks this thread has held since before `cutoff`.
@@ -69,6 +70,10 @@ struct Stats {
 Stats stats();
 // What every thread holds together (vaultgate_block_cache_bytes in /metrics).
 std::size_t bytes_held_by_all_threads();
+// How many blocks trim(), disable_on_this_thread() and FreeDirectly scopes
+// have handed back to free(), on every thread together (monotonic): what the
+// malloc_trim schedule asks "was anything freed since the last trim".
+std::uint64_t blocks_freed_by_all_threads();
 
 // Routes OpenSSL's allocations through allocate/release/reallocate. Works
 // only before OpenSSL's first allocation (main() calls it from a constructor

@@ -128,7 +128,10 @@ std::shared_ptr<const GatewayState> build_state(const Config& config, std::vecto
 // and a warning (names only) when `warnings` is given. With `previous` (the
 // same vault in the last published state), a service whose credential and
 // auth are unchanged keeps its tables (or their absence, without a new
-// warning) instead of building them again.
+// warning) instead of building them again. Also reported (names only, and
+// only those `previous` did not have): a redacted credential that occurs in
+// another credential's placeholder of the vault, or inside another credential
+// of the vault, where what the client reads after redaction is ambiguous.
 void prepare_redaction(Vault& vault, std::vector<std::string>* warnings, const Vault* previous = nullptr);
 
 // True when the two ranges hold the same addresses (an IPv4 range and its

@@ -192,8 +192,11 @@ int serve(const Args& args) {
             // 0.5 s (so 0.5-1.5 s after, on this 1 s tick), whatever freed them (closed clients, or pooled upstream
             // connections the sweep closed with no client activity at all).
             if (block_cache::bytes_held_by_all_threads() > 0) server->release_idle_blocks();
-            if (trim.due(metrics.connections_total(), metrics.active_connections(), metrics.requests_total()))
-                malloc_trim(0);
+            const std::uint64_t opened = metrics.connections_total();
+            const std::uint64_t active = metrics.active_connections();
+            const FreeCounts freed{opened > active ? opened - active : 0, metrics.requests_total(),
+                                   block_cache::blocks_freed_by_all_threads()};
+            if (trim.due(freed)) malloc_trim(0);
             continue;
         }
         if (sig == SIGHUP) {

@@ -39,6 +39,8 @@ struct ThreadCache {
     std::size_t count;
     std::size_t bytes;
     std::uint64_t reused;
+    bool freeing_directly;        // inside a FreeDirectly
+    std::uint64_t freed_directly; // blocks freed in it so far
     HeldBlock held[max_blocks];
 };
 
@@ -48,6 +50,9 @@ bool openssl_routed = false;
 
 // Summed over threads, for /metrics.
 std::atomic<std::size_t> held_everywhere{0};
+// Blocks handed back to free() outside the per-request path (trim, and
+// FreeDirectly scopes), for the malloc_trim schedule.
+std::atomic<std::uint64_t> freed_everywhere{0};
 
 // A block serves a request of `bytes` when it is large enough and wastes at
 // most a quarter plus a page: a handshake's 5 KiB must not pin a 64 KiB buffer.
@@ -61,6 +66,7 @@ void drop(std::size_t index) {
     std::free(h.block);
     cache.bytes -= h.usable;
     held_everywhere.fetch_sub(h.usable, std::memory_order_relaxed);
+    freed_everywhere.fetch_add(1, std::memory_order_relaxed);
     h = cache.held[--cache.count];
 }
 
@@ -93,8 +99,20 @@ void disable_on_this_thread() {
     while (cache.count > 0) drop(cache.count - 1);
 }
 
-FreeDirectly::FreeDirectly() : was_enabled_(cache.enabled) { cache.enabled = false; }
-FreeDirectly::~FreeDirectly() { cache.enabled = was_enabled_; }
+FreeDirectly::FreeDirectly() : was_enabled_(cache.enabled), was_freeing_directly_(cache.freeing_directly) {
+    cache.enabled = false;
+    cache.freeing_directly = true;
+}
+
+FreeDirectly::~FreeDirectly() {
+    cache.enabled = was_enabled_;
+    cache.freeing_directly = was_freeing_directly_;
+    // One shared counter update per scope, not per free.
+    if (!was_freeing_directly_ && cache.freed_directly > 0) {
+        freed_everywhere.fetch_add(cache.freed_directly, std::memory_order_relaxed);
+        cache.freed_directly = 0;
+    }
+}
 
 void* allocate(std::size_t bytes) {
     if (cache.enabled && bytes >= min_block_bytes && cache.count > 0) {
@@ -118,6 +136,7 @@ void release(void* block) {
             return;
         }
     }
+    if (cache.freeing_directly) ++cache.freed_directly;
     std::free(block);
 }
 
@@ -148,6 +167,8 @@ void trim(clock::time_point cutoff) {
 Stats stats() { return Stats{cache.count, cache.bytes, cache.reused}; }
 
 std::size_t bytes_held_by_all_threads() { return held_everywhere.load(std::memory_order_relaxed); }
+
+std::uint64_t blocks_freed_by_all_threads() { return freed_everywhere.load(std::memory_order_relaxed); }
 
 bool route_openssl_allocations() {
     // A second call would be refused (OpenSSL has allocated by then) but

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <limits>
+#include <set>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -174,6 +175,33 @@ Cidr v6_range(const Cidr& c) {
     return out;
 }
 
+// Where a redacting service's tables find a form of their credential in
+// another credential of the vault or in its placeholder (names only, sorted,
+// once each). The response stays safe, but what the client reads is
+// ambiguous: a placeholder the sandbox holds comes back partly replaced, or a
+// longer credential comes back with only its middle replaced.
+std::set<std::string> placeholder_collisions(const Vault& vault) {
+    std::set<std::string> out;
+    for (const auto& service : vault.services) {
+        if (!service.redaction) continue;
+        const std::string& key = service.config.auth.key;
+        const auto own = vault.credentials.find(key);
+        if (own == vault.credentials.end()) continue;
+        for (const auto& [name, secret] : vault.credentials) {
+            if (name == key) continue;
+            const std::string placeholder = placeholder_for(name);
+            if (service.redaction->contains_secret(placeholder))
+                out.insert("vault " + vault.name + ": credential " + key + " occurs in " + placeholder +
+                           ", the placeholder of credential " + name +
+                           "; redacted responses cannot tell the two apart");
+            if (secret.reveal() != own->second.reveal() && service.redaction->contains_secret(secret.reveal()))
+                out.insert("vault " + vault.name + ": credential " + key + " occurs inside credential " + name +
+                           "; redacting responses of " + service.config.host + " would leave the rest of " + name);
+        }
+    }
+    return out;
+}
+
 }  // namespace
 
 void prepare_redaction(Vault& vault, std::vector<std::string>* warnings, const Vault* previous) {
@@ -192,6 +220,11 @@ void prepare_redaction(Vault& vault, std::vector<std::string>* warnings, const V
                                 " occurs in its redaction placeholder; requests to " + service.config.host +
                                 " are refused (502 redaction_unavailable)");
     }
+    if (!warnings) return;
+    // Reported when they appear, not again on every later publish.
+    const auto before = previous ? placeholder_collisions(*previous) : std::set<std::string>{};
+    for (const auto& collision : placeholder_collisions(vault))
+        if (!before.count(collision)) warnings->push_back(collision);
 }
 
 const Session* GatewayState::find_session(std::string_view id) const {

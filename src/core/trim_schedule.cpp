@@ -2,16 +2,9 @@
 
 namespace vaultgate {
 
-bool TrimSchedule::due(std::uint64_t connections_opened, std::uint64_t connections_active, std::uint64_t requests) {
-    if (connections_opened != opened_ || connections_active != active_ || requests != requests_) {
-        opened_ = connections_opened;
-        active_ = connections_active;
-        requests_ = requests;
-        quiet_ticks_ = 0;
-        return true;
-    }
-    if (quiet_ticks_ >= settle_ticks) return false;
-    ++quiet_ticks_;
+bool TrimSchedule::due(const FreeCounts& now) {
+    if (now == at_last_trim_) return false;
+    at_last_trim_ = now;
     return true;
 }
 

@@ -298,6 +298,43 @@ TEST_F(AdminTest, RotationAppliesToTheNextRequestOnAnOpenConnection) {
     expect_no_secret_in_any_response();
 }
 
+// The redaction tables are part of the published state: a rotation publishes
+// tables of the new value, so what the origin reflects after it is redacted.
+TEST_F(AdminTest, RotationThroughTheAdminApiRedactsTheNewValue) {
+    start();
+    auto v = api("POST", "/v1/vaults", {{"name", "team-a"}});
+    ASSERT_EQ(v.status, 201) << v.body;
+    const auto vault = json::parse(v.body)["id"].get<std::string>();
+    EXPECT_EQ(api("POST", "/v1/vaults/" + vault + "/credentials", {{"name", "KEY"}, {"value", secret_a}}).status, 201);
+    auto s = api("POST", "/v1/vaults/" + vault + "/services",
+                 {{"host", "api.bound.test"},
+                  {"port", bound_.port()},
+                  {"redact_response", true},
+                  {"auth_config", {{"type", "api-key"}, {"header", "x-api-key"}, {"key", "KEY"}}}});
+    ASSERT_EQ(s.status, 201) << s.body;
+    auto c = open_bound(make_session(vault));
+    const std::string reflect =
+        "GET /reflect HTTP/1.1\r\nHost: api.bound.test:" + std::to_string(bound_.port()) + "\r\n\r\n";
+    c->write(reflect);
+    auto before = c->read_response();
+    ASSERT_TRUE(before);
+    EXPECT_EQ(before->status, 200);
+    EXPECT_NE(before->body.find("raw=vaultgate-placeholder-KEY "), std::string::npos) << before->body;
+
+    auto rot = api("PUT", "/v1/vaults/" + vault + "/credentials/KEY", {{"value", secret_b}});
+    ASSERT_EQ(rot.status, 200) << rot.body;
+    c->write(reflect);
+    auto after = c->read_response();
+    ASSERT_TRUE(after);
+    EXPECT_EQ(after->status, 200);
+    EXPECT_EQ((after->head + after->body).find(secret_b), std::string::npos) << after->head << after->body;
+    EXPECT_NE(after->body.find("raw=vaultgate-placeholder-KEY "), std::string::npos) << after->body;
+    auto reqs = bound_.requests();
+    ASSERT_EQ(reqs.size(), 2u);
+    EXPECT_EQ(reqs[1].header_values("x-api-key"), std::vector<std::string>{secret_b});
+    expect_no_secret_in_any_response();
+}
+
 TEST_F(AdminTest, OneSessionNeverUsesAnotherSessionsVault) {
     start();
     auto vault_a = make_vault("team-a", secret_a);

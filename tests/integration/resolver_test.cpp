@@ -191,7 +191,9 @@ TEST_F(ResolverTest, ASlowAnswerDoesNotHoldUpAnotherLookup) {
 // SYN, so a connect to it neither succeeds nor fails. Port 0 picks one.
 class Blackhole {
 public:
-    Blackhole(const char* ip, std::uint16_t port) {
+    // With `listen` false the port is only bound: nobody else can listen
+    // there, and a connect is refused at once.
+    Blackhole(const char* ip, std::uint16_t port, bool listen = true) {
         listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         sockaddr_in addr{};
         addr.sin_family = AF_INET;
@@ -199,9 +201,10 @@ public:
         ::inet_pton(AF_INET, ip, &addr.sin_addr);
         socklen_t len = sizeof addr;
         ok_ = listener_ >= 0 && ::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-              ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len) == 0 && ::listen(listener_, 0) == 0;
+              ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len) == 0 &&
+              (!listen || ::listen(listener_, 0) == 0);
         port_ = ntohs(addr.sin_port);
-        for (int i = 0; ok_ && i < 3; ++i) {
+        for (int i = 0; ok_ && listen && i < 3; ++i) {
             fillers_.push_back(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
             ::connect(fillers_.back(), reinterpret_cast<sockaddr*>(&addr), sizeof addr);
         }
@@ -227,15 +230,28 @@ private:
 // instead of spending the whole timeout on the first and answering 504; what
 // the second does decides the answer.
 TEST_F(ResolverTest, AnAddressThatDoesNotAnswerIsSkippedForTheNextOne) {
-    Blackhole silent("127.0.0.1", 0);
-    ASSERT_TRUE(silent.ok());
-    CanaryListener target("127.0.0.2", silent.port());  // answers
-    // 127.0.0.3: nothing listens, so a connect is refused at once.
-    Blackhole also_silent("127.0.0.4", silent.port());
-    ASSERT_TRUE(also_silent.ok());
+    // One port on four addresses. The kernel picks one free on 127.0.0.1 only,
+    // and a parallel test may hold it on another: try ports until all fit.
+    std::unique_ptr<Blackhole> silent, refusing, also_silent;
+    std::unique_ptr<CanaryListener> target;
+    for (int attempt = 0; attempt < 20 && !also_silent; ++attempt) {
+        silent = std::make_unique<Blackhole>("127.0.0.1", 0);
+        ASSERT_TRUE(silent->ok());
+        try {
+            target = std::make_unique<CanaryListener>("127.0.0.2", silent->port());  // answers
+        } catch (const boost::system::system_error&) {
+            continue;
+        }
+        // 127.0.0.3: bound, not listening, so a connect is refused at once.
+        refusing = std::make_unique<Blackhole>("127.0.0.3", silent->port(), false);
+        if (!refusing->ok()) continue;
+        auto candidate = std::make_unique<Blackhole>("127.0.0.4", silent->port());
+        if (candidate->ok()) also_silent = std::move(candidate);
+    }
+    ASSERT_TRUE(also_silent) << "no port free on 127.0.0.1-4";
 
     TestDnsServer dns(fallback_test_dns_ip, std::chrono::milliseconds(0));
-    auto port = std::to_string(target.port());
+    auto port = std::to_string(target->port());
     auto proxy = start_proxy(fallback_test_dns_ip, "  connect_timeout: 4s\n",
                              {"two.test:" + port, "silent-then-closed.test:" + port, "all-silent.test:" + port});
     auto& proc = *proxy;
@@ -264,7 +280,7 @@ TEST_F(ResolverTest, AnAddressThatDoesNotAnswerIsSkippedForTheNextOne) {
         EXPECT_GE(took, c.at_least);
         client.close();
     }
-    EXPECT_TRUE(eventually([&] { return target.accepted() == 1; }));  // counted by its own thread
+    EXPECT_TRUE(eventually([&] { return target->accepted() == 1; }));  // counted by its own thread
     proc.signal(SIGTERM);
     EXPECT_EQ(proc.wait_exit(), 0);
 }

@@ -170,6 +170,50 @@ vaults:
                            "redacted.test are refused (502 redaction_unavailable)");
 }
 
+// A redacted credential found in another credential's placeholder, or inside
+// another credential, is reported when the state is built (names only), and
+// not again when a later publish keeps the vault as it was.
+TEST(GatewayStateTest, PlaceholderCollisionsAreReportedWhenTheStateIsBuilt) {
+    ScopedEnv in_placeholder("VG_TEST_IN_PLACEHOLDER", "placeholder-OTHER");
+    ScopedEnv inner("VG_TEST_INNER_KEY", "sk-inner-0123456789");
+    ScopedEnv outer("VG_TEST_OUTER_KEY", "prefix-sk-inner-0123456789-suffix");
+    std::vector<std::string> warnings;
+    const auto state = build(R"(
+vaults:
+  - name: v
+    credentials:
+      SHORT: { env: VG_TEST_IN_PLACEHOLDER }
+      OTHER: { env: VG_TEST_OUTER_KEY }
+      INNER: { env: VG_TEST_INNER_KEY }
+    services:
+      - host: short.test
+        auth: { type: api-key, key: SHORT }
+        redact_response: true
+      - host: inner.test
+        auth: { type: api-key, key: INNER }
+        redact_response: true
+      - host: outer.test
+        auth: { type: api-key, key: OTHER }
+)",
+                             warnings);
+    ASSERT_EQ(warnings.size(), 2u);
+    EXPECT_EQ(warnings[0], "vault v: credential INNER occurs inside credential OTHER; redacting responses of "
+                           "inner.test would leave the rest of OTHER");
+    EXPECT_EQ(warnings[1], "vault v: credential SHORT occurs in vaultgate-placeholder-OTHER, the placeholder of "
+                           "credential OTHER; redacted responses cannot tell the two apart");
+    for (const auto& w : warnings) {
+        EXPECT_EQ(w.find("sk-inner"), std::string::npos) << w;
+        EXPECT_EQ(w.find("prefix-"), std::string::npos) << w;
+    }
+    // Redaction itself still works.
+    ASSERT_NE(state->vaults.at("v").services.at(1).redaction, nullptr);
+
+    Vault again = state->vaults.at("v");
+    std::vector<std::string> later;
+    prepare_redaction(again, &later, &state->vaults.at("v"));
+    EXPECT_TRUE(later.empty());
+}
+
 struct FileCase {
     const char* name;
     std::string content;

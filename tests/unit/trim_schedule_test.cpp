@@ -1,43 +1,46 @@
 #include "vaultgate/trim_schedule.hpp"
 
+#include "vaultgate/block_cache.hpp"
+
 #include <gtest/gtest.h>
+
+#include <cstdlib>
 
 namespace vaultgate {
 namespace {
 
 TEST(TrimScheduleTest, AQuietGatewayIsNotTrimmed) {
     TrimSchedule s;
-    for (int tick = 0; tick < 10; ++tick) EXPECT_FALSE(s.due(0, 0, 0)) << tick;
+    for (int tick = 0; tick < 10; ++tick) EXPECT_FALSE(s.due({})) << tick;
 }
 
-TEST(TrimScheduleTest, TrimsAfterActivityAndWhileItSettles) {
+TEST(TrimScheduleTest, TrimsOnceAfterEachFreeAndNotOnTheTicksBetween) {
     TrimSchedule s;
-    EXPECT_TRUE(s.due(5, 5, 0));   // opened
-    EXPECT_TRUE(s.due(5, 5, 0));   // settling: idle ones shed their buffers
-    EXPECT_TRUE(s.due(5, 5, 0));
-    EXPECT_FALSE(s.due(5, 5, 0));  // steady
-    EXPECT_FALSE(s.due(5, 5, 0));
-    EXPECT_TRUE(s.due(5, 2, 0));   // three closed
-    EXPECT_TRUE(s.due(5, 2, 0));
-    EXPECT_TRUE(s.due(5, 2, 0));
-    EXPECT_FALSE(s.due(5, 2, 0));
-    // One opened and one closed between ticks: the active count is unchanged,
-    // the opened count is not.
-    EXPECT_TRUE(s.due(6, 2, 0));
-    for (int tick = 0; tick < 2; ++tick) EXPECT_TRUE(s.due(6, 2, 0));
-    EXPECT_FALSE(s.due(6, 2, 0));
-    // Requests on the same keep-alive connections count as activity too.
-    EXPECT_TRUE(s.due(6, 2, 40));
+    EXPECT_TRUE(s.due({.connections_closed = 3}));
+    // Nothing freed since: the pages that trim could give back are gone already.
+    for (int tick = 0; tick < 5; ++tick) EXPECT_FALSE(s.due({.connections_closed = 3})) << tick;
+    // A finished request frees its buffers.
+    EXPECT_TRUE(s.due({.connections_closed = 3, .requests = 40}));
+    EXPECT_FALSE(s.due({.connections_closed = 3, .requests = 40}));
+    // Buffers shed by quiet connections, freed later by the block cache.
+    EXPECT_TRUE(s.due({.connections_closed = 3, .requests = 40, .blocks_freed = 2}));
+    EXPECT_FALSE(s.due({.connections_closed = 3, .requests = 40, .blocks_freed = 2}));
 }
 
-TEST(TrimScheduleTest, ActivityWhileSettlingStartsTheSettlingAgain) {
-    TrimSchedule s;
-    EXPECT_TRUE(s.due(1, 1, 0));
-    EXPECT_TRUE(s.due(1, 1, 0));
-    EXPECT_TRUE(s.due(2, 2, 0));  // a change during the settling ticks
-    EXPECT_TRUE(s.due(2, 2, 0));
-    EXPECT_TRUE(s.due(2, 2, 0));
-    EXPECT_FALSE(s.due(2, 2, 0));
+TEST(TrimScheduleTest, BlocksHandedBackToFreeAreCounted) {
+    // Freed outside the cache's reuse: a FreeDirectly scope, and trim().
+    block_cache::enable_on_this_thread();
+    const std::uint64_t before = block_cache::blocks_freed_by_all_threads();
+    {
+        block_cache::FreeDirectly direct;
+        block_cache::release(block_cache::allocate(64 * 1024));
+    }
+    EXPECT_EQ(block_cache::blocks_freed_by_all_threads(), before + 1);
+    block_cache::release(block_cache::allocate(64 * 1024));  // kept for reuse: not freed yet
+    EXPECT_EQ(block_cache::blocks_freed_by_all_threads(), before + 1);
+    block_cache::trim(block_cache::clock::now() + std::chrono::seconds(1));
+    EXPECT_EQ(block_cache::blocks_freed_by_all_threads(), before + 2);
+    block_cache::disable_on_this_thread();
 }
 
 }  // namespace
