@@ -876,8 +876,9 @@ private:
         const auto ttl = session_ttl(body.root());
         session.source = session_source(body.root());
 
-        // Whole seconds, so that the expires_at the client reads is exact.
-        const auto expires = std::chrono::floor<std::chrono::seconds>(sys_clock::now()) + ttl;
+        // Whole seconds, so that the expires_at the client reads is exact; rounded
+        // up, so that a session never lives less than the ttl it asked for.
+        const auto expires = std::chrono::ceil<std::chrono::seconds>(sys_clock::now()) + ttl;
         session.id = random_id("ses_");
         session.expires_at_ms = to_ms(expires);
         std::string token = random_token();

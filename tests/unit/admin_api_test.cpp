@@ -648,8 +648,9 @@ TEST_F(AdminApiTest, SessionCreate) {
     EXPECT_EQ(session->token_digest, token_digest(token));
     EXPECT_EQ(session->vault_names, (std::vector<std::string>{"apivault", "cfgvault"}));
     ASSERT_TRUE(session->expires_at.has_value());
-    EXPECT_GE(*session->expires_at, before + std::chrono::seconds(599));
-    EXPECT_LE(*session->expires_at, sys_clock::now() + std::chrono::seconds(600));
+    // Never less than the ttl asked for; at most a second more (whole seconds).
+    EXPECT_GE(*session->expires_at, before + std::chrono::seconds(600));
+    EXPECT_LE(*session->expires_at, sys_clock::now() + std::chrono::seconds(601));
     EXPECT_EQ(session->policy.name, "default");  // absent -> the config's "default"
     ASSERT_EQ(session->policy.allowed_domains.size(), 1u);
     EXPECT_EQ(session->policy.allowed_domains[0].host, "pypi.org");
@@ -662,8 +663,8 @@ TEST_F(AdminApiTest, SessionCreate) {
     const Session* ds = snapshot()->find_session(d["id"].get<std::string>());
     ASSERT_NE(ds, nullptr);
     EXPECT_TRUE(ds->vault_names.empty());
-    EXPECT_GE(*ds->expires_at, before + std::chrono::seconds(3599));
-    EXPECT_LE(*ds->expires_at, sys_clock::now() + std::chrono::seconds(3600));
+    EXPECT_GE(*ds->expires_at, before + std::chrono::seconds(3600));
+    EXPECT_LE(*ds->expires_at, sys_clock::now() + std::chrono::seconds(3601));
 }
 
 TEST_F(AdminApiTest, SessionPolicies) {
