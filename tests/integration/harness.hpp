@@ -4,6 +4,7 @@
 // (a raw socket client and curl).
 #include "vaultgate/ca.hpp"
 #include "vaultgate/config.hpp"
+#include "vaultgate/encoding.hpp"
 #include "vaultgate/gateway_state.hpp"
 #include "vaultgate/server.hpp"
 
@@ -259,9 +260,6 @@ CommandResult run_command(const std::vector<std::string>& argv, const std::strin
 // YAML (a `limits:` block body, and further top-level keys).
 std::string serve_config(const TempDir& dir, const TestPki& pki, std::uint16_t bound_port, std::uint16_t other_port,
                          const std::string& limits = "", const std::string& allowed_extra = "");
-// Standard base64 and RFC 3986 percent-encoding, for building what clients send.
-std::string encode_base64(const std::string& in);
-std::string encode_url(const std::string& in);
 
 // Stops the proxy, which writes its last batch of access-log lines, and returns
 // the whole log: for checks that must see every line, such as "no secret".
