@@ -8,6 +8,7 @@
 // serialiser's 512-byte chunk buffer) is out of reach; credential values are
 // base64 in the payload, so any remnant there is encoded, not raw.
 #include "vaultgate/store.hpp"
+#include "json_wipe.hpp"
 #include "unique_fd.hpp"
 
 #include "vaultgate/ca.hpp"  // openssl_errors()
@@ -155,15 +156,6 @@ protected:
 private:
     WipedBytes bytes_;
 };
-
-// Wipes every string in a JSON tree: the payload tree holds credential values.
-void wipe_json_strings(json& j) noexcept {
-    if (j.is_string()) {
-        wipe_string(j.get_ref<std::string&>());
-    } else if (j.is_structured()) {
-        for (auto& item : j) wipe_json_strings(item);
-    }
-}
 
 struct JsonWiper {
     json& j;
