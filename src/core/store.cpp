@@ -9,6 +9,7 @@
 // base64 in the payload, so any remnant there is encoded, not raw.
 #include "vaultgate/store.hpp"
 #include "json_wipe.hpp"
+#include "openssl_owned.hpp"
 #include "unique_fd.hpp"
 
 #include "vaultgate/ca.hpp"  // openssl_errors()
@@ -44,13 +45,6 @@ namespace vaultgate {
 namespace {
 
 using nlohmann::json;
-
-template <class T, void (*Free)(T*)>
-struct Freer {
-    void operator()(T* p) const noexcept { Free(p); }
-};
-template <class T, void (*Free)(T*)>
-using Owned = std::unique_ptr<T, Freer<T, Free>>;
 
 using CipherCtxPtr = Owned<EVP_CIPHER_CTX, EVP_CIPHER_CTX_free>;
 using KdfPtr = Owned<EVP_KDF, EVP_KDF_free>;
