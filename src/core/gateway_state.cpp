@@ -1,7 +1,7 @@
 // The snapshot the proxy decides with, and the reading of credential values
 // that turns a Config into one.
 #include "vaultgate/gateway_state.hpp"
-#include "unique_fd.hpp"
+#include "vaultgate/unique_fd.hpp"
 #include "vaultgate/bootstrap_env.hpp"  // placeholder_for
 #include "vaultgate/validation.hpp"
 

@@ -10,7 +10,7 @@
 #include "vaultgate/store.hpp"
 #include "json_wipe.hpp"
 #include "openssl_owned.hpp"
-#include "unique_fd.hpp"
+#include "vaultgate/unique_fd.hpp"
 
 #include "vaultgate/ca.hpp"  // openssl_errors()
 #include "vaultgate/encoding.hpp"
