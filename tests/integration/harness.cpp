@@ -28,28 +28,6 @@ namespace vaultgate::test {
 
 namespace fs = std::filesystem;
 
-// ---------------------------------------------------------------- TempDir
-
-TempDir::TempDir() {
-    char tmpl[] = "/tmp/vaultgate-test-XXXXXX";
-    if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-}
-
-TempDir::~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-}
-
-std::string TempDir::write(const std::string& name, const std::string& content, int mode) const {
-    auto p = file(name);
-    std::ofstream out(p, std::ios::binary | std::ios::trunc);
-    out << content;
-    out.close();
-    ::chmod(p.c_str(), mode);
-    return p;
-}
-
 // ---------------------------------------------------------------- TestPki
 
 TestPki::TestPki(const TempDir& dir) {

@@ -2,6 +2,7 @@
 // Test fixtures that start real things on 127.0.0.1: a PKI in a temp dir, a TLS
 // upstream that records what it received, the proxy in-process, and clients
 // (a raw socket client and curl).
+#include "temp_dir.hpp"
 #include "vaultgate/ca.hpp"
 #include "vaultgate/config.hpp"
 #include "vaultgate/encoding.hpp"
@@ -27,19 +28,6 @@ namespace vaultgate::test {
 namespace asio = boost::asio;
 namespace ssl = boost::asio::ssl;
 using tcp = asio::ip::tcp;
-
-// A fresh directory under /tmp, removed at destruction.
-class TempDir {
-public:
-    TempDir();
-    ~TempDir();
-    const std::string& path() const { return path_; }
-    std::string file(const std::string& name) const { return path_ + "/" + name; }
-    std::string write(const std::string& name, const std::string& content, int mode = 0600) const;
-
-private:
-    std::string path_;
-};
 
 // Two CAs: the proxy's (what sandboxes trust) and the upstream's (what the
 // proxy trusts), plus an untrusted one for "self-signed" upstreams.
