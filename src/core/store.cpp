@@ -167,14 +167,7 @@ struct DerivedKey {
 // --- encodings --------------------------------------------------------------
 
 std::string hex(const unsigned char* p, std::size_t n) {
-    static constexpr char digits[] = "0123456789abcdef";
-    std::string out;
-    out.reserve(2 * n);
-    for (std::size_t i = 0; i < n; ++i) {
-        out += digits[p[i] >> 4];
-        out += digits[p[i] & 15];
-    }
-    return out;
+    return hex_encode(std::string_view(reinterpret_cast<const char*>(p), n), /*upper_hex=*/false);
 }
 
 void random_bytes(unsigned char* out, std::size_t n) {
