@@ -51,13 +51,7 @@ std::optional<std::string> read_secret_file(const std::string& path, std::string
         wipe_string(buf);
         return "larger than " + std::to_string(max_credential_file_bytes) + " bytes";
     }
-    // Editors and `echo` end files with a newline that is not part of the key.
-    std::size_t len = got;
-    if (len > 0 && buf[len - 1] == '\n') {
-        --len;
-        if (len > 0 && buf[len - 1] == '\r') --len;
-    }
-    out.assign(buf.data(), len);
+    out.assign(without_line_ending(std::string_view(buf.data(), got)));
     wipe_string(buf);
     return std::nullopt;
 }

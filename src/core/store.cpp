@@ -719,9 +719,7 @@ std::optional<Secret> read_key_file(const std::string& path, const std::string& 
     const std::string seen = more ? "more than " + std::to_string(cap) + " bytes" : std::to_string(bytes.size()) + " bytes";
     if (bytes.size() == master_key_size && !more) return Secret(std::string(bytes.view()));
     if (base64_allowed && !more) {
-        auto text = bytes.view();
-        if (text.ends_with("\n")) text.remove_suffix(1);
-        if (text.ends_with("\r")) text.remove_suffix(1);
+        const auto text = without_line_ending(bytes.view());
         if (auto raw = base64_decode(text)) {
             const auto n = raw->size();
             if (n == master_key_size) {
