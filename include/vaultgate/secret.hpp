@@ -34,4 +34,13 @@ Stream& operator<<(Stream&, const Secret&) = delete;
 // Overwrites a std::string's bytes (capacity included) before it is released.
 void wipe_string(std::string& s) noexcept;
 
+// The one rule for a secret read from a file or stdin: editors and `echo` end
+// it with a newline that is not part of the secret, so one trailing "\n" or
+// "\r\n" is dropped, and nothing else.
+inline std::string_view without_line_ending(std::string_view text) {
+    if (text.ends_with("\r\n")) text.remove_suffix(2);
+    else if (text.ends_with('\n')) text.remove_suffix(1);
+    return text;
+}
+
 }  // namespace vaultgate

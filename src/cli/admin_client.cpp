@@ -4,6 +4,7 @@
 #include "vaultgate/encoding.hpp"
 #include "vaultgate/validation.hpp"
 #include "vaultgate/json_text.hpp"
+#include "vaultgate/unique_fd.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -163,29 +164,10 @@ constexpr auto request_timeout = std::chrono::seconds(30);
 constexpr std::size_t max_line = 64 * 1024;
 constexpr std::size_t max_body = 64 * 1024 * 1024;
 
-class Fd {
-public:
-    explicit Fd(int fd = -1) : fd_(fd) {}
-    ~Fd() {
-        if (fd_ >= 0) ::close(fd_);
-    }
-    Fd(const Fd&) = delete;
-    Fd& operator=(const Fd&) = delete;
-    Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-    Fd& operator=(Fd&& other) noexcept {
-        std::swap(fd_, other.fd_);
-        return *this;
-    }
-    int get() const { return fd_; }
-
-private:
-    int fd_;
-};
-
 // One connection to the admin API, every wait bounded by the same deadline.
 class Connection {
 public:
-    Connection(Fd fd, Clock::time_point deadline, const std::string& url)
+    Connection(UniqueFd fd, Clock::time_point deadline, const std::string& url)
         : fd_(std::move(fd)), deadline_(deadline), url_(url) {}
 
     void write_all(std::string_view data) {
@@ -268,7 +250,7 @@ private:
         }
     }
 
-    Fd fd_;
+    UniqueFd fd_;
     Clock::time_point deadline_;
     const std::string& url_;
     std::string buffer_;
@@ -296,8 +278,8 @@ int finish_connect(int fd, Clock::time_point deadline) {
     }
 }
 
-Fd connect_unix(const AdminEndpoint& ep) {
-    Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+UniqueFd connect_unix(const AdminEndpoint& ep) {
+    UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (fd.get() < 0) cannot_connect(ep, errno);
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
@@ -308,7 +290,7 @@ Fd connect_unix(const AdminEndpoint& ep) {
     return fd;
 }
 
-Fd connect_tcp(const AdminEndpoint& ep, Clock::time_point deadline) {
+UniqueFd connect_tcp(const AdminEndpoint& ep, Clock::time_point deadline) {
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
@@ -320,7 +302,7 @@ Fd connect_tcp(const AdminEndpoint& ep, Clock::time_point deadline) {
     std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> owner(found, &::freeaddrinfo);
     int last_error = ECONNREFUSED;
     for (addrinfo* ai = found; ai != nullptr; ai = ai->ai_next) {
-        Fd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol));
+        UniqueFd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol));
         if (fd.get() < 0) {
             last_error = errno;
             continue;
@@ -421,7 +403,7 @@ AdminClient::AdminClient(AdminEndpoint endpoint, std::optional<Secret> token)
 
 AdminResponse AdminClient::request(std::string_view method, std::string_view target, std::string_view body) const {
     auto deadline = Clock::now() + request_timeout;
-    Fd fd = endpoint_.unix_socket ? connect_unix(endpoint_) : connect_tcp(endpoint_, deadline);
+    UniqueFd fd = endpoint_.unix_socket ? connect_unix(endpoint_) : connect_tcp(endpoint_, deadline);
     Connection conn(std::move(fd), deadline, endpoint_.url);
 
     // The head carries the token: built in place and wiped once sent.
@@ -542,7 +524,7 @@ std::string read_all_wiping(int fd, std::string_view what) {
 }
 
 std::string read_file_wiping(const std::string& path, std::string_view what) {
-    Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (fd.get() < 0) throw UsageError(std::string(what) + " " + path + ": " + std::strerror(errno));
     return read_all_wiping(fd.get(), std::string(what) + " " + path);
 }

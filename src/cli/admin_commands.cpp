@@ -149,10 +149,7 @@ Secret read_credential_value(const CommandLine& cl) {
     if (from_stdin && ::isatty(STDIN_FILENO))
         std::fprintf(stderr, "vaultgate: reading the value from stdin; end it with Ctrl-D\n");
     std::string value = from_stdin ? read_all_wiping(STDIN_FILENO, "stdin") : read_file_wiping(*file, "--value-file");
-    if (!value.empty() && value.back() == '\n') {
-        value.pop_back();
-        if (!value.empty() && value.back() == '\r') value.pop_back();
-    }
+    value.resize(without_line_ending(value).size());
     if (value.empty()) {
         wipe_string(value);
         throw UsageError(from_stdin ? "the credential value on stdin is empty"

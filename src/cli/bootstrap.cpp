@@ -6,6 +6,7 @@
 #include "admin_client.hpp"
 #include "commands.hpp"
 #include "vaultgate/bootstrap_env.hpp"
+#include "vaultgate/encoding.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -64,13 +65,7 @@ std::string random_hex(std::size_t bytes) {
     std::vector<unsigned char> buf(bytes);
     if (RAND_bytes(buf.data(), static_cast<int>(buf.size())) != 1)
         throw std::runtime_error("the system random generator failed");
-    static constexpr char hex[] = "0123456789abcdef";
-    std::string out;
-    for (unsigned char c : buf) {
-        out += hex[c >> 4];
-        out += hex[c & 0xf];
-    }
-    return out;
+    return hex_encode(std::string_view(reinterpret_cast<const char*>(buf.data()), buf.size()), /*upper_hex=*/false);
 }
 
 // The output directory, made before any call to the server so that a bad path

@@ -4,6 +4,7 @@
 // passed validation, never a piece of a body that failed it.
 #include "vaultgate/admin_api.hpp"
 
+#include "json_wipe.hpp"
 #include "vaultgate/diag_log.hpp"
 #include "vaultgate/json_codec.hpp"
 #include "vaultgate/service_binding.hpp"
@@ -141,17 +142,6 @@ std::size_t nesting_depth(std::string_view text) {
     return deepest;
 }
 
-// Overwrites every string value in a tree. Object keys are const inside the
-// tree and cannot be wiped; no key of a valid body holds a secret.
-template <class Json>
-void wipe_json(Json& j) noexcept {
-    if (j.is_string()) {
-        wipe_string(j.template get_ref<std::string&>());
-    } else if (j.is_structured()) {
-        for (auto& item : j) wipe_json(item);
-    }
-}
-
 // A parsed request body that wipes its strings when it goes out of scope,
 // whichever way the handler leaves. The parser's own scratch buffer is beyond
 // reach; the caller wipes the request's body string.
@@ -164,15 +154,15 @@ public:
         if (error == JsonTextError::invalid) fail(400, "invalid_json", "the body is not valid JSON");
         // The destructor does not run when the constructor throws.
         if (error == JsonTextError::duplicate_key) {
-            wipe_json(root_);
+            wipe_json_strings(root_);
             fail(400, "duplicate_key", "an object in the body names the same key twice");
         }
         if (!root_.is_object()) {
-            wipe_json(root_);
+            wipe_json_strings(root_);
             fail(400, "invalid_request", "the body must be a JSON object");
         }
     }
-    ~ParsedBody() { wipe_json(root_); }
+    ~ParsedBody() { wipe_json_strings(root_); }
     ParsedBody(const ParsedBody&) = delete;
     ParsedBody& operator=(const ParsedBody&) = delete;
 
@@ -911,7 +901,7 @@ private:
         out["ca_cert_pem"] = options_.ca_cert_pem;
         AdminResponse response = json_response(201, out);
         // The response body is now the token's only copy here.
-        wipe_json(out);
+        wipe_json_strings(out);
         wipe_string(proxy_url);
         wipe_string(token);
         return response;

@@ -1,5 +1,6 @@
 #include "vaultgate/bootstrap_env.hpp"
 
+#include "json_wipe.hpp"
 #include "vaultgate/json_text.hpp"
 #include "vaultgate/validation.hpp"
 
@@ -45,16 +46,6 @@ std::string_view json_type_text(const nlohmann::ordered_json& j) {
         case nlohmann::ordered_json::value_t::array: return "an array";
         case nlohmann::ordered_json::value_t::string: return "a string";
         default: return "a number";
-    }
-}
-
-// Overwrites every string in a parsed document before it is freed: the values
-// are the platform's real secrets.
-void wipe_json_strings(nlohmann::ordered_json& j) {
-    if (j.is_string()) {
-        wipe_string(j.get_ref<std::string&>());
-    } else if (j.is_structured()) {
-        for (auto& child : j) wipe_json_strings(child);
     }
 }
 

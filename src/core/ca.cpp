@@ -3,6 +3,8 @@
 // queue into the exception message, so an operator sees why, not just "failed".
 #include "vaultgate/ca.hpp"
 
+#include "openssl_owned.hpp"
+
 #include <openssl/asn1.h>
 #include <openssl/bio.h>
 #include <openssl/bn.h>
@@ -40,13 +42,6 @@ std::string openssl_errors() {
 }
 
 namespace {
-
-template <class T, void (*Free)(T*)>
-struct Freer {
-    void operator()(T* p) const noexcept { Free(p); }
-};
-template <class T, void (*Free)(T*)>
-using Owned = std::unique_ptr<T, Freer<T, Free>>;
 
 void bio_free(BIO* p) { BIO_free_all(p); }
 using BioPtr = Owned<BIO, bio_free>;

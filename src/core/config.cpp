@@ -4,6 +4,7 @@
 #include "vaultgate/config.hpp"
 
 #include "vaultgate/address.hpp"
+#include "vaultgate/bootstrap_env.hpp"  // is_env_name
 #include "vaultgate/service_binding.hpp"
 #include "vaultgate/validation.hpp"
 
@@ -121,13 +122,6 @@ std::string joined(const std::vector<std::string>& names) {
         out += n;
     }
     return out;
-}
-
-bool is_env_name(std::string_view s) {
-    if (s.empty() || (s[0] >= '0' && s[0] <= '9')) return false;
-    for (char c : s)
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_')) return false;
-    return true;
 }
 
 std::optional<std::uint16_t> parse_port_text(std::string_view s, bool allow_zero) {

@@ -1,7 +1,7 @@
 // The snapshot the proxy decides with, and the reading of credential values
 // that turns a Config into one.
 #include "vaultgate/gateway_state.hpp"
-#include "unique_fd.hpp"
+#include "vaultgate/unique_fd.hpp"
 #include "vaultgate/bootstrap_env.hpp"  // placeholder_for
 #include "vaultgate/validation.hpp"
 
@@ -52,13 +52,7 @@ std::optional<std::string> read_secret_file(const std::string& path, std::string
         wipe_string(buf);
         return "larger than " + std::to_string(max_credential_file_bytes) + " bytes";
     }
-    // Editors and `echo` end files with a newline that is not part of the key.
-    std::size_t len = got;
-    if (len > 0 && buf[len - 1] == '\n') {
-        --len;
-        if (len > 0 && buf[len - 1] == '\r') --len;
-    }
-    out.assign(buf.data(), len);
+    out.assign(without_line_ending(std::string_view(buf.data(), got)));
     wipe_string(buf);
     return std::nullopt;
 }

@@ -9,8 +9,8 @@
 // secret here are wiped before they are released.
 #include "vaultgate/inject.hpp"
 
+#include "http_syntax.hpp"
 #include "vaultgate/encoding.hpp"
-
 
 #include <algorithm>
 #include <stdexcept>
@@ -40,16 +40,10 @@ bool same_field(std::string_view a, std::string_view b) {
     return true;
 }
 
-bool is_tchar(unsigned char c) {
-    if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) return true;
-    return std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) != std::string_view::npos;
-}
-
 // The header name comes from configuration, but a bad one would make us emit a
 // malformed request, so it is checked here as well.
 void require_token(std::string_view name, const char* what) {
-    if (name.empty() || !std::all_of(name.begin(), name.end(),
-                                     [](char c) { return is_tchar(static_cast<unsigned char>(c)); }))
+    if (!syntax::is_token(name))
         throw std::invalid_argument(std::string(what) + " is not a valid header field name");
 }
 

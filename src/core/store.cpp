@@ -8,7 +8,9 @@
 // serialiser's 512-byte chunk buffer) is out of reach; credential values are
 // base64 in the payload, so any remnant there is encoded, not raw.
 #include "vaultgate/store.hpp"
-#include "unique_fd.hpp"
+#include "json_wipe.hpp"
+#include "openssl_owned.hpp"
+#include "vaultgate/unique_fd.hpp"
 
 #include "vaultgate/ca.hpp"  // openssl_errors()
 #include "vaultgate/encoding.hpp"
@@ -43,13 +45,6 @@ namespace vaultgate {
 namespace {
 
 using nlohmann::json;
-
-template <class T, void (*Free)(T*)>
-struct Freer {
-    void operator()(T* p) const noexcept { Free(p); }
-};
-template <class T, void (*Free)(T*)>
-using Owned = std::unique_ptr<T, Freer<T, Free>>;
 
 using CipherCtxPtr = Owned<EVP_CIPHER_CTX, EVP_CIPHER_CTX_free>;
 using KdfPtr = Owned<EVP_KDF, EVP_KDF_free>;
@@ -156,15 +151,6 @@ private:
     WipedBytes bytes_;
 };
 
-// Wipes every string in a JSON tree: the payload tree holds credential values.
-void wipe_json_strings(json& j) noexcept {
-    if (j.is_string()) {
-        wipe_string(j.get_ref<std::string&>());
-    } else if (j.is_structured()) {
-        for (auto& item : j) wipe_json_strings(item);
-    }
-}
-
 struct JsonWiper {
     json& j;
     ~JsonWiper() { wipe_json_strings(j); }
@@ -181,14 +167,7 @@ struct DerivedKey {
 // --- encodings --------------------------------------------------------------
 
 std::string hex(const unsigned char* p, std::size_t n) {
-    static constexpr char digits[] = "0123456789abcdef";
-    std::string out;
-    out.reserve(2 * n);
-    for (std::size_t i = 0; i < n; ++i) {
-        out += digits[p[i] >> 4];
-        out += digits[p[i] & 15];
-    }
-    return out;
+    return hex_encode(std::string_view(reinterpret_cast<const char*>(p), n), /*upper_hex=*/false);
 }
 
 void random_bytes(unsigned char* out, std::size_t n) {
@@ -740,9 +719,7 @@ std::optional<Secret> read_key_file(const std::string& path, const std::string& 
     const std::string seen = more ? "more than " + std::to_string(cap) + " bytes" : std::to_string(bytes.size()) + " bytes";
     if (bytes.size() == master_key_size && !more) return Secret(std::string(bytes.view()));
     if (base64_allowed && !more) {
-        auto text = bytes.view();
-        if (text.ends_with("\n")) text.remove_suffix(1);
-        if (text.ends_with("\r")) text.remove_suffix(1);
+        const auto text = without_line_ending(bytes.view());
         if (auto raw = base64_decode(text)) {
             const auto n = raw->size();
             if (n == master_key_size) {

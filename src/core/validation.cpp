@@ -2,6 +2,7 @@
 // why, and for the promise that no message quotes the value it checks.
 #include "vaultgate/validation.hpp"
 
+#include "http_syntax.hpp"
 #include "vaultgate/host.hpp"
 #include "vaultgate/path_prefix.hpp"
 #include "vaultgate/secret.hpp"
@@ -18,11 +19,6 @@ namespace {
 bool is_name_char(char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
            c == '-';
-}
-
-bool is_tchar(char c) {
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
-    return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
 }
 
 constexpr std::string_view auth_type_choices = "api-key, bearer, basic, header, query";
@@ -74,12 +70,7 @@ std::optional<std::string> normalise_admin_token(std::string& text) {
     return std::nullopt;
 }
 
-bool is_http_token(std::string_view s) {
-    if (s.empty()) return false;
-    for (char c : s)
-        if (!is_tchar(c)) return false;
-    return true;
-}
+bool is_http_token(std::string_view s) { return syntax::is_token(s); }
 
 // Injecting a secret into one of these would corrupt the request or smuggle a
 // second one. Compared after '_' -> '-' because injection also strips the

@@ -19,18 +19,16 @@ namespace {
 
 constexpr std::size_t max_admin_body = 1 << 20;
 
-std::string percent_decode(std::string_view in) {
+// Query components are form-encoded: '+' is a space, and a malformed escape
+// stays as it is.
+std::string query_component_decode(std::string_view in) {
     std::string out;
     out.reserve(in.size());
     for (std::size_t i = 0; i < in.size(); ++i) {
-        if (in[i] == '%' && i + 2 < in.size()) {
-            int hi = hex_digit_value(in[i + 1]);
-            int lo = hex_digit_value(in[i + 2]);
-            if (hi >= 0 && lo >= 0) {
-                out.push_back(static_cast<char>(hi * 16 + lo));
-                i += 2;
-                continue;
-            }
+        if (const auto escaped = percent_escape_at(in, i)) {
+            out.push_back(static_cast<char>(*escaped));
+            i += 2;
+            continue;
         }
         out.push_back(in[i] == '+' ? ' ' : in[i]);
     }
@@ -47,8 +45,8 @@ void split_target(std::string_view target, AdminCall& call) {
         auto pair = query.substr(0, amp);
         auto eq = pair.find('=');
         if (!pair.empty())
-            call.query[percent_decode(pair.substr(0, eq))] =
-                eq == std::string_view::npos ? std::string() : percent_decode(pair.substr(eq + 1));
+            call.query[query_component_decode(pair.substr(0, eq))] =
+                eq == std::string_view::npos ? std::string() : query_component_decode(pair.substr(eq + 1));
         if (amp == std::string_view::npos) break;
         query.remove_prefix(amp + 1);
     }

@@ -97,8 +97,8 @@ protected:
     }
 
     std::string proxy_auth(const json& session) const {
-        return "Proxy-Authorization: Basic " +
-               encode_base64(session["id"].get<std::string>() + ":" + session["token"].get<std::string>()) + "\r\n";
+        const std::string pair = session["id"].get<std::string>() + ":" + session["token"].get<std::string>();
+        return "Proxy-Authorization: Basic " + base64_encode(pair, Base64Alphabet::standard, true) + "\r\n";
     }
 
     std::unique_ptr<RawClient> open_bound(const json& session) {
@@ -267,7 +267,9 @@ TEST_F(AdminTest, MissingOrWrongProxyAuthorizationGets407) {
     auto vault = make_vault("team-a", secret_a);
     auto session = make_session(vault);
     for (const std::string& header :
-         {std::string(), "Proxy-Authorization: Basic " + encode_base64(session["id"].get<std::string>() + ":nope") + "\r\n",
+         {std::string(),
+          "Proxy-Authorization: Basic " +
+              base64_encode(session["id"].get<std::string>() + ":nope", Base64Alphabet::standard, true) + "\r\n",
           std::string("Proxy-Authorization: Basic !!!\r\n")}) {
         RawClient c(proc_->proxy_port());
         auto head = c.connect("api.bound.test:" + std::to_string(bound_.port()), header);

@@ -164,7 +164,8 @@ TEST_F(EgressTest, LoopThroughTheProxyNeverReachesTheDefaultSessionsVault) {
     sandbox.policy = state->sessions.at("default").policy;
     state->sessions.emplace(sandbox.id, sandbox);
     proxy_->server().replace_state(state);
-    const std::string auth = "Proxy-Authorization: Basic " + encode_base64("ses_sandbox:sandbox-token") + "\r\n";
+    const std::string auth =
+        "Proxy-Authorization: Basic " + base64_encode("ses_sandbox:sandbox-token", Base64Alphabet::standard, true) + "\r\n";
 
     for (const std::string host : {"0.0.0.0", "[::ffff:0.0.0.0]", "[::]"}) {
         SCOPED_TRACE(host);

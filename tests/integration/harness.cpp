@@ -28,63 +28,6 @@ namespace vaultgate::test {
 
 namespace fs = std::filesystem;
 
-std::string encode_base64(const std::string& in) {
-    static const char* t = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    std::string out;
-    std::size_t i = 0;
-    for (; i + 2 < in.size(); i += 3) {
-        unsigned v = static_cast<unsigned char>(in[i]) << 16 | static_cast<unsigned char>(in[i + 1]) << 8 |
-                     static_cast<unsigned char>(in[i + 2]);
-        for (int shift : {18, 12, 6, 0}) out += t[v >> shift & 63];
-    }
-    if (i < in.size()) {
-        unsigned v = static_cast<unsigned char>(in[i]) << 16;
-        if (i + 1 < in.size()) v |= static_cast<unsigned char>(in[i + 1]) << 8;
-        out += t[v >> 18 & 63];
-        out += t[v >> 12 & 63];
-        out += i + 1 < in.size() ? t[v >> 6 & 63] : '=';
-        out += '=';
-    }
-    return out;
-}
-
-std::string encode_url(const std::string& in) {
-    std::string out;
-    for (unsigned char c : in) {
-        if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
-            out += static_cast<char>(c);
-        } else {
-            char buf[4];
-            std::snprintf(buf, sizeof buf, "%%%02X", c);
-            out += buf;
-        }
-    }
-    return out;
-}
-
-
-// ---------------------------------------------------------------- TempDir
-
-TempDir::TempDir() {
-    char tmpl[] = "/tmp/vaultgate-test-XXXXXX";
-    if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-}
-
-TempDir::~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-}
-
-std::string TempDir::write(const std::string& name, const std::string& content, int mode) const {
-    auto p = file(name);
-    std::ofstream out(p, std::ios::binary | std::ios::trunc);
-    out << content;
-    out.close();
-    ::chmod(p.c_str(), mode);
-    return p;
-}
-
 // ---------------------------------------------------------------- TestPki
 
 TestPki::TestPki(const TempDir& dir) {
@@ -346,8 +289,8 @@ void RecordingUpstream::serve_stream(Stream& stream) {
             // json: as PHP's json_encode writes it inside a string, '/' as "\/".
             std::string php_json;
             for (char ch : k) php_json += ch == '/' ? std::string("\\/") : std::string(1, ch);
-            std::string body = "raw=" + k + " b64=" + encode_base64(k) + " url=" + encode_url(k) + " json=\"" +
-                               php_json + "\" end";
+            const std::string b64 = base64_encode(k, Base64Alphabet::standard, true);
+            std::string body = "raw=" + k + " b64=" + b64 + " url=" + percent_encode(k) + " json=\"" + php_json + "\" end";
             std::size_t split = 1;
             auto q = req.target.find("split=");
             if (q != std::string::npos) split = std::strtoull(req.target.c_str() + q + 6, nullptr, 10);
@@ -357,8 +300,8 @@ void RecordingUpstream::serve_stream(Stream& stream) {
                 std::snprintf(size, sizeof size, "%zx\r\n", data.size());
                 return std::string(size) + std::string(data) + "\r\n";
             };
-            std::string out = "HTTP/1.1 200 OK\r\nLocation: https://elsewhere.test/?k=" + encode_url(k) +
-                              "\r\nSet-Cookie: s=" + encode_base64(k) + "; Path=/\r\nX-Raw: " + k +
+            std::string out = "HTTP/1.1 200 OK\r\nLocation: https://elsewhere.test/?k=" + percent_encode(k) +
+                              "\r\nSet-Cookie: s=" + b64 + "; Path=/\r\nX-Raw: " + k +
                               "\r\nTransfer-Encoding: chunked\r\n\r\n";
             out += chunk(std::string_view(body).substr(0, split));
             if (split < body.size()) out += chunk(std::string_view(body).substr(split));

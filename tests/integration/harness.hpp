@@ -2,8 +2,10 @@
 // Test fixtures that start real things on 127.0.0.1: a PKI in a temp dir, a TLS
 // upstream that records what it received, the proxy in-process, and clients
 // (a raw socket client and curl).
+#include "temp_dir.hpp"
 #include "vaultgate/ca.hpp"
 #include "vaultgate/config.hpp"
+#include "vaultgate/encoding.hpp"
 #include "vaultgate/gateway_state.hpp"
 #include "vaultgate/server.hpp"
 
@@ -26,19 +28,6 @@ namespace vaultgate::test {
 namespace asio = boost::asio;
 namespace ssl = boost::asio::ssl;
 using tcp = asio::ip::tcp;
-
-// A fresh directory under /tmp, removed at destruction.
-class TempDir {
-public:
-    TempDir();
-    ~TempDir();
-    const std::string& path() const { return path_; }
-    std::string file(const std::string& name) const { return path_ + "/" + name; }
-    std::string write(const std::string& name, const std::string& content, int mode = 0600) const;
-
-private:
-    std::string path_;
-};
 
 // Two CAs: the proxy's (what sandboxes trust) and the upstream's (what the
 // proxy trusts), plus an untrusted one for "self-signed" upstreams.
@@ -261,9 +250,6 @@ CommandResult run_command(const std::vector<std::string>& argv, const std::strin
 // YAML (a `limits:` block body, and further top-level keys).
 std::string serve_config(const TempDir& dir, const TestPki& pki, std::uint16_t bound_port, std::uint16_t other_port,
                          const std::string& limits = "", const std::string& allowed_extra = "");
-// Standard base64 and RFC 3986 percent-encoding, for building what clients send.
-std::string encode_base64(const std::string& in);
-std::string encode_url(const std::string& in);
 
 // Stops the proxy, which writes its last batch of access-log lines, and returns
 // the whole log: for checks that must see every line, such as "no secret".

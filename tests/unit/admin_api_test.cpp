@@ -1,6 +1,7 @@
 // The admin API against the real encrypted file store, a real AccessLog and
 // real Metrics. Every response body the fixture sees is kept, and at the end of
 // each test none of them may hold any credential value used in it.
+#include "temp_dir.hpp"
 #include "vaultgate/admin_api.hpp"
 
 #include <gtest/gtest.h>
@@ -30,40 +31,8 @@ const std::string rotated_secret = "sk-live-SECRET-bbb222yy";
 const std::string config_secret = "cfg-SECRET-ccc333xx";
 const std::string leak = "sk-LEAKME-0123456789abcdef";
 
-class TempDir {
-public:
-    TempDir() {
-        std::string tmpl = (std::filesystem::temp_directory_path() / "vaultgate-admin-XXXXXX").string();
-        if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-        path_ = tmpl;
-    }
-    ~TempDir() { std::filesystem::remove_all(path_); }
-    std::string file(std::string_view name) const { return path_ + "/" + std::string(name); }
-
-private:
-    std::string path_;
-};
-
-class ScopedEnv {
-public:
-    ScopedEnv(const char* name, const char* value) : name_(name) {
-        if (const char* old = std::getenv(name)) old_ = old;
-        if (value)
-            ::setenv(name, value, 1);
-        else
-            ::unsetenv(name);
-    }
-    ~ScopedEnv() {
-        if (old_)
-            ::setenv(name_.c_str(), old_->c_str(), 1);
-        else
-            ::unsetenv(name_.c_str());
-    }
-
-private:
-    std::string name_;
-    std::optional<std::string> old_;
-};
+using test::ScopedEnv;
+using test::TempDir;
 
 // A store whose saves can be made to fail, around the real file store.
 class FlakyStore final : public VaultStore {

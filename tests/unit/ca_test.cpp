@@ -1,5 +1,6 @@
 // The CA is checked the way a TLS client would: leaves are verified with
 // OpenSSL's own chain builder against a store holding only our CA.
+#include "temp_dir.hpp"
 #include "vaultgate/ca.hpp"
 
 #include <gtest/gtest.h>
@@ -30,23 +31,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class TempDir {
-public:
-    TempDir() {
-        std::string tmpl = (fs::temp_directory_path() / "vaultgate-ca-XXXXXX").string();
-        if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-        path_ = tmpl;
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path_, ec);
-    }
-    const fs::path& path() const { return path_; }
-    std::string str(const char* name) const { return (path_ / name).string(); }
-
-private:
-    fs::path path_;
-};
+using test::TempDir;
 
 void write_text(const std::string& path, const std::string& text) {
     std::ofstream(path, std::ios::binary) << text;
@@ -69,8 +54,8 @@ class CaTest : public ::testing::Test {
 protected:
     static void SetUpTestSuite() {
         dir_ = new TempDir();
-        create_ca_files(dir_->path().string(), "vaultgate test CA");
-        ca_ = CertificateAuthority::load(dir_->str("ca.pem"), dir_->str("ca-key.pem")).release();
+        create_ca_files(dir_->path(), "vaultgate test CA");
+        ca_ = CertificateAuthority::load(dir_->file("ca.pem"), dir_->file("ca-key.pem")).release();
     }
     static void TearDownTestSuite() {
         delete ca_;
@@ -138,46 +123,46 @@ std::time_t as_time_t(const ASN1_TIME* t) {
 }
 
 TEST_F(CaTest, CreatesBothFilesWithTheirModes) {
-    EXPECT_EQ(file_mode(dir().str("ca-key.pem")), 0600u);
-    EXPECT_EQ(file_mode(dir().str("ca.pem")), 0644u);
-    EXPECT_NE(read_text(dir().str("ca.pem")).find("BEGIN CERTIFICATE"), std::string::npos);
-    EXPECT_NE(read_text(dir().str("ca-key.pem")).find("PRIVATE KEY"), std::string::npos);
+    EXPECT_EQ(file_mode(dir().file("ca-key.pem")), 0600u);
+    EXPECT_EQ(file_mode(dir().file("ca.pem")), 0644u);
+    EXPECT_NE(read_text(dir().file("ca.pem")).find("BEGIN CERTIFICATE"), std::string::npos);
+    EXPECT_NE(read_text(dir().file("ca-key.pem")).find("PRIVATE KEY"), std::string::npos);
 }
 
 TEST_F(CaTest, CreatesMissingDirectories) {
     TempDir tmp;
-    auto nested = (tmp.path() / "a" / "b").string();
+    auto nested = tmp.file("a/b");
     create_ca_files(nested, "nested");
     EXPECT_TRUE(fs::exists(fs::path(nested) / "ca.pem"));
 }
 
 TEST_F(CaTest, RefusesToOverwriteAndNamesTheFile) {
-    const auto before = read_text(dir().str("ca.pem"));
+    const auto before = read_text(dir().file("ca.pem"));
     try {
-        create_ca_files(dir().path().string(), "again");
+        create_ca_files(dir().path(), "again");
         FAIL() << "overwrote an existing CA";
     } catch (const CaError& e) {
         EXPECT_NE(std::string(e.what()).find("ca.pem"), std::string::npos) << e.what();
     }
-    EXPECT_EQ(read_text(dir().str("ca.pem")), before);
+    EXPECT_EQ(read_text(dir().file("ca.pem")), before);
 
     // Only the key present: still refused, and the key is named.
     TempDir tmp;
-    write_text(tmp.str("ca-key.pem"), "x");
+    write_text(tmp.file("ca-key.pem"), "x");
     try {
-        create_ca_files(tmp.path().string(), "again");
+        create_ca_files(tmp.path(), "again");
         FAIL() << "overwrote an existing key";
     } catch (const CaError& e) {
         EXPECT_NE(std::string(e.what()).find("ca-key.pem"), std::string::npos) << e.what();
     }
-    EXPECT_FALSE(fs::exists(tmp.path() / "ca.pem"));
-    EXPECT_EQ(read_text(tmp.str("ca-key.pem")), "x");
+    EXPECT_FALSE(fs::exists(tmp.file("ca.pem")));
+    EXPECT_EQ(read_text(tmp.file("ca-key.pem")), "x");
 }
 
 TEST_F(CaTest, RejectsAnEmptyOrOverlongName) {
     TempDir tmp;
-    EXPECT_THROW(create_ca_files(tmp.path().string(), ""), CaError);
-    EXPECT_THROW(create_ca_files(tmp.path().string(), std::string(65, 'a')), CaError);
+    EXPECT_THROW(create_ca_files(tmp.path(), ""), CaError);
+    EXPECT_THROW(create_ca_files(tmp.path(), std::string(65, 'a')), CaError);
 }
 
 TEST_F(CaTest, CaCertificateShape) {
@@ -225,7 +210,7 @@ TEST_F(CaTest, CaCertificateShape) {
 
 TEST_F(CaTest, CertPemRoundTrips) {
     std::string pem = ca().cert_pem();
-    EXPECT_EQ(pem, read_text(dir().str("ca.pem")));
+    EXPECT_EQ(pem, read_text(dir().file("ca.pem")));
 }
 
 TEST_F(CaTest, MintedLeafVerifiesAsServerCertificate) {
@@ -315,7 +300,7 @@ TEST_F(CaTest, LongNamesTruncateTheCommonNameOnly) {
 }
 
 TEST_F(CaTest, LeafNeverOutlivesTheCa) {
-    auto ca2 = CertificateAuthority::load(dir().str("ca.pem"), dir().str("ca-key.pem"));
+    auto ca2 = CertificateAuthority::load(dir().file("ca.pem"), dir().file("ca-key.pem"));
     ca2->leaf_lifetime = std::chrono::hours(24 * 365 * 20);
     auto leaf = ca2->mint("long.example.com");
     EXPECT_EQ(as_time_t(X509_get0_notAfter(leaf->cert.get())), as_time_t(X509_get0_notAfter(ca().cert())));
@@ -338,23 +323,23 @@ TEST_F(CaTest, LoadErrorsNameTheFile) {
             EXPECT_NE(std::string(e.what()).find(named), std::string::npos) << e.what();
         }
     };
-    const auto cert = dir().str("ca.pem");
-    const auto key = dir().str("ca-key.pem");
+    const auto cert = dir().file("ca.pem");
+    const auto key = dir().file("ca-key.pem");
 
-    expect_error_naming(tmp.str("missing.pem"), key, "missing.pem");
-    expect_error_naming(cert, tmp.str("missing-key.pem"), "missing-key.pem");
+    expect_error_naming(tmp.file("missing.pem"), key, "missing.pem");
+    expect_error_naming(cert, tmp.file("missing-key.pem"), "missing-key.pem");
 
-    write_text(tmp.str("garbage.pem"), "not a certificate\n");
-    expect_error_naming(tmp.str("garbage.pem"), key, "garbage.pem");
-    expect_error_naming(cert, tmp.str("garbage.pem"), "garbage.pem");
+    write_text(tmp.file("garbage.pem"), "not a certificate\n");
+    expect_error_naming(tmp.file("garbage.pem"), key, "garbage.pem");
+    expect_error_naming(cert, tmp.file("garbage.pem"), "garbage.pem");
     // A certificate where the key should be.
     expect_error_naming(cert, cert, "ca.pem");
 
     // Another CA's key does not match this certificate.
-    create_ca_files((tmp.path() / "other").string(), "other");
-    expect_error_naming(cert, (tmp.path() / "other" / "ca-key.pem").string(), "ca-key.pem");
+    create_ca_files(tmp.file("other"), "other");
+    expect_error_naming(cert, tmp.file("other/ca-key.pem"), "ca-key.pem");
     try {
-        CertificateAuthority::load(cert, (tmp.path() / "other" / "ca-key.pem").string());
+        CertificateAuthority::load(cert, tmp.file("other/ca-key.pem"));
     } catch (const CaError& e) {
         EXPECT_NE(std::string(e.what()).find("does not match"), std::string::npos) << e.what();
     }
@@ -365,15 +350,15 @@ TEST_F(CaTest, LoadRefusesALeafAsCa) {
     TempDir tmp;
     auto leaf = ca().mint("leaf.example.com");
     {
-        std::unique_ptr<BIO, decltype(&BIO_free_all)> bio(BIO_new_file(tmp.str("leaf.pem").c_str(), "w"),
+        std::unique_ptr<BIO, decltype(&BIO_free_all)> bio(BIO_new_file(tmp.file("leaf.pem").c_str(), "w"),
                                                           BIO_free_all);
         PEM_write_bio_X509(bio.get(), leaf->cert.get());
-        std::unique_ptr<BIO, decltype(&BIO_free_all)> kbio(BIO_new_file(tmp.str("leaf-key.pem").c_str(), "w"),
+        std::unique_ptr<BIO, decltype(&BIO_free_all)> kbio(BIO_new_file(tmp.file("leaf-key.pem").c_str(), "w"),
                                                            BIO_free_all);
         PEM_write_bio_PrivateKey(kbio.get(), leaf->key.get(), nullptr, nullptr, 0, nullptr, nullptr);
     }
     try {
-        CertificateAuthority::load(tmp.str("leaf.pem"), tmp.str("leaf-key.pem"));
+        CertificateAuthority::load(tmp.file("leaf.pem"), tmp.file("leaf-key.pem"));
         FAIL() << "a leaf was accepted as a CA";
     } catch (const CaError& e) {
         EXPECT_NE(std::string(e.what()).find("not a CA"), std::string::npos) << e.what();
@@ -402,17 +387,17 @@ TEST_F(CaTest, LoadsAnRsaCa) {
     X509_EXTENSION_free(ext);
     ASSERT_GT(X509_sign(cert, rsa, EVP_sha256()), 0);
     {
-        std::unique_ptr<BIO, decltype(&BIO_free_all)> bio(BIO_new_file(tmp.str("ca.pem").c_str(), "w"),
+        std::unique_ptr<BIO, decltype(&BIO_free_all)> bio(BIO_new_file(tmp.file("ca.pem").c_str(), "w"),
                                                           BIO_free_all);
         PEM_write_bio_X509(bio.get(), cert);
-        std::unique_ptr<BIO, decltype(&BIO_free_all)> kbio(BIO_new_file(tmp.str("ca-key.pem").c_str(), "w"),
+        std::unique_ptr<BIO, decltype(&BIO_free_all)> kbio(BIO_new_file(tmp.file("ca-key.pem").c_str(), "w"),
                                                            BIO_free_all);
         PEM_write_bio_PrivateKey(kbio.get(), rsa, nullptr, nullptr, 0, nullptr, nullptr);
     }
     X509_free(cert);
     EVP_PKEY_free(rsa);
 
-    auto rsa_ca = CertificateAuthority::load(tmp.str("ca.pem"), tmp.str("ca-key.pem"));
+    auto rsa_ca = CertificateAuthority::load(tmp.file("ca.pem"), tmp.file("ca-key.pem"));
     auto leaf = rsa_ca->mint("rsa.example.com");
     EXPECT_EQ(X509_get_signature_nid(leaf->cert.get()), NID_sha256WithRSAEncryption);
     EXPECT_TRUE(EVP_PKEY_is_a(X509_get0_pubkey(leaf->cert.get()), "EC"));
@@ -457,7 +442,7 @@ TEST_F(CaTest, CacheEvictsTheLeastRecentlyUsed) {
 }
 
 TEST_F(CaTest, CacheRemintsLeavesCloseToExpiry) {
-    auto short_ca = CertificateAuthority::load(dir().str("ca.pem"), dir().str("ca-key.pem"));
+    auto short_ca = CertificateAuthority::load(dir().file("ca.pem"), dir().file("ca-key.pem"));
     // Every leaf is inside the one-hour refresh margin from the start.
     short_ca->leaf_lifetime = std::chrono::hours(1);
     LeafCache cache(*short_ca, 4);

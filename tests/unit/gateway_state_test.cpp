@@ -1,3 +1,4 @@
+#include "temp_dir.hpp"
 #include "vaultgate/gateway_state.hpp"
 
 #include <gtest/gtest.h>
@@ -11,47 +12,8 @@
 namespace vaultgate {
 namespace {
 
-// A mkdtemp directory for credential files, removed afterwards.
-class TempDir {
-public:
-    TempDir() {
-        std::string tmpl = (std::filesystem::temp_directory_path() / "vaultgate_state_XXXXXX").string();
-        if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-        path_ = tmpl;
-    }
-    ~TempDir() { std::filesystem::remove_all(path_); }
-    std::string write(const std::string& name, const std::string& content) const {
-        const auto p = path_ / name;
-        std::ofstream(p, std::ios::binary) << content;
-        return p.string();
-    }
-    std::string path(const std::string& name) const { return (path_ / name).string(); }
-
-private:
-    std::filesystem::path path_;
-};
-
-// Sets an environment variable for one test and restores the old state.
-class ScopedEnv {
-public:
-    ScopedEnv(const char* name, const char* value) : name_(name) {
-        if (const char* old = std::getenv(name)) old_ = old;
-        if (value)
-            ::setenv(name, value, 1);
-        else
-            ::unsetenv(name);
-    }
-    ~ScopedEnv() {
-        if (old_)
-            ::setenv(name_.c_str(), old_->c_str(), 1);
-        else
-            ::unsetenv(name_.c_str());
-    }
-
-private:
-    std::string name_;
-    std::optional<std::string> old_;
-};
+using test::ScopedEnv;
+using test::TempDir;
 
 std::shared_ptr<const GatewayState> build(const std::string& yaml, std::vector<std::string>& warnings) {
     return build_state(parse_config(yaml, "s.yaml"), warnings);
@@ -258,7 +220,7 @@ TEST(GatewayStateTest, CredentialFromFile) {
 
 TEST(GatewayStateTest, UnreadableCredentialFileIsAnError) {
     const TempDir dir;
-    const auto missing = dir.path("missing");
+    const auto missing = dir.file("missing");
     const auto too_big = dir.write("big", std::string(64 * 1024 + 1, 'x'));
     struct Case {
         std::string path;
@@ -266,7 +228,7 @@ TEST(GatewayStateTest, UnreadableCredentialFileIsAnError) {
     };
     const Case cases[] = {
         {missing, "No such file or directory"},
-        {dir.path(""), "not a regular file"},
+        {dir.file(""), "not a regular file"},
         {too_big, "larger than 65536 bytes"},
     };
     for (const auto& c : cases) {

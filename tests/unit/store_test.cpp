@@ -2,6 +2,7 @@
 // every bit flipped, every truncation, a writer killed at random points. Each
 // must end in a clear StoreError or in one of the states that was saved, never
 // in a crash or an empty store.
+#include "temp_dir.hpp"
 #include "vaultgate/store.hpp"
 
 #include "vaultgate/json_codec.hpp"
@@ -31,40 +32,9 @@
 namespace vaultgate {
 namespace {
 
-class TempDir {
-public:
-    TempDir() {
-        std::string tmpl = (std::filesystem::temp_directory_path() / "vaultgate-store-XXXXXX").string();
-        if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-        path_ = tmpl;
-    }
-    ~TempDir() { std::filesystem::remove_all(path_); }
-    const std::string& path() const { return path_; }
-    std::string file(std::string_view name) const { return path_ + "/" + std::string(name); }
-
-private:
-    std::string path_;
-};
-
-// Sets or unsets an environment variable for one test and puts it back after.
-class EnvVar {
-public:
-    explicit EnvVar(const char* name) : name_(name) {
-        if (const char* v = std::getenv(name)) old_ = v;
-        ::unsetenv(name);
-    }
-    ~EnvVar() {
-        if (old_)
-            ::setenv(name_, old_->c_str(), 1);
-        else
-            ::unsetenv(name_);
-    }
-    void set(const std::string& value) { ::setenv(name_, value.c_str(), 1); }
-
-private:
-    const char* name_;
-    std::optional<std::string> old_;
-};
+using test::TempDir;
+// Unset for one test until set(), and put back after.
+using EnvVar = test::ScopedEnv;
 
 Secret key_from(char seed) {
     std::string k(32, '\0');
