@@ -1,17 +1,13 @@
 // The egress policy on a live proxy: what untrusted code tries to reach, and
 // proof (canary listeners) that refused targets never saw a connection.
 #include "harness.hpp"
+#include "test_text.hpp"
 #include "vaultgate/store.hpp"
 
 #include <gtest/gtest.h>
 
 namespace vaultgate::test {
 namespace {
-
-std::string replace_all(std::string s, const std::string& from, const std::string& to) {
-    for (std::size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size()) s.replace(pos, from.size(), to);
-    return s;
-}
 
 class EgressTest : public ::testing::Test {
 protected:

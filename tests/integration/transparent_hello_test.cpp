@@ -2,6 +2,7 @@
 // rest without spinning, goes on once it is whole, and refuses one past the
 // size bound.
 #include "harness.hpp"
+#include "test_text.hpp"
 
 #include <gtest/gtest.h>
 #include <netinet/tcp.h>
@@ -12,27 +13,6 @@
 
 namespace vaultgate::test {
 namespace {
-
-std::string replace_all(std::string s, const std::string& from, const std::string& to) {
-    for (std::size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size())
-        s.replace(pos, from.size(), to);
-    return s;
-}
-
-// The first flight of an OpenSSL client naming `sni`: a real ClientHello.
-std::string client_hello(const char* sni) {
-    std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)> ctx(SSL_CTX_new(TLS_client_method()), SSL_CTX_free);
-    std::unique_ptr<SSL, decltype(&SSL_free)> ssl(SSL_new(ctx.get()), SSL_free);
-    BIO* in = BIO_new(BIO_s_mem());
-    BIO* out = BIO_new(BIO_s_mem());
-    SSL_set_bio(ssl.get(), in, out);
-    SSL_set_tlsext_host_name(ssl.get(), sni);
-    SSL_set_connect_state(ssl.get());
-    SSL_do_handshake(ssl.get());
-    char* data = nullptr;
-    long n = BIO_get_mem_data(out, &data);
-    return std::string(data, static_cast<std::size_t>(n));
-}
 
 // A plain TCP client of the transparent listener; every write goes out as its
 // own segment (Nagle off), as a client trickling a hello would send it.

@@ -2,17 +2,12 @@
 // CONNECT (domain fronting to a forbidden name on an allowed address), before
 // the origin sees a byte of it.
 #include "harness.hpp"
+#include "test_text.hpp"
 
 #include <gtest/gtest.h>
 
 namespace vaultgate::test {
 namespace {
-
-std::string replace_all(std::string s, const std::string& from, const std::string& to) {
-    for (std::size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size())
-        s.replace(pos, from.size(), to);
-    return s;
-}
 
 class TunnelHelloTest : public ::testing::Test {
 protected:

@@ -1,5 +1,6 @@
 // The SNI reader, against real ClientHellos produced by OpenSSL.
 #include "vaultgate/client_hello.hpp"
+#include "test_text.hpp"
 
 #include <gtest/gtest.h>
 #include <openssl/ssl.h>
@@ -12,20 +13,7 @@
 namespace vaultgate {
 namespace {
 
-// The first flight of a TLS client, captured from a memory BIO.
-std::string client_hello(const char* sni) {
-    std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)> ctx(SSL_CTX_new(TLS_client_method()), SSL_CTX_free);
-    std::unique_ptr<SSL, decltype(&SSL_free)> ssl(SSL_new(ctx.get()), SSL_free);
-    BIO* in = BIO_new(BIO_s_mem());
-    BIO* out = BIO_new(BIO_s_mem());
-    SSL_set_bio(ssl.get(), in, out);
-    if (sni) SSL_set_tlsext_host_name(ssl.get(), sni);
-    SSL_set_connect_state(ssl.get());
-    SSL_do_handshake(ssl.get());
-    char* data = nullptr;
-    long n = BIO_get_mem_data(out, &data);
-    return std::string(data, static_cast<std::size_t>(n));
-}
+using test::client_hello;
 
 TEST(ClientHello, ReadsTheServerName) {
     auto r = read_client_hello(client_hello("api.example.com"));

@@ -1,0 +1,35 @@
+// Small text helpers shared by the test suites: config edits and a real
+// TLS ClientHello to feed the proxy or the parser.
+#pragma once
+
+#include <openssl/ssl.h>
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+namespace vaultgate::test {
+
+inline std::string replace_all(std::string s, const std::string& from, const std::string& to) {
+    for (std::size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size())
+        s.replace(pos, from.size(), to);
+    return s;
+}
+
+// The first flight of an OpenSSL client naming `sni` (none when null),
+// captured from a memory BIO: a real ClientHello.
+inline std::string client_hello(const char* sni) {
+    std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)> ctx(SSL_CTX_new(TLS_client_method()), SSL_CTX_free);
+    std::unique_ptr<SSL, decltype(&SSL_free)> ssl(SSL_new(ctx.get()), SSL_free);
+    BIO* in = BIO_new(BIO_s_mem());
+    BIO* out = BIO_new(BIO_s_mem());
+    SSL_set_bio(ssl.get(), in, out);  // ssl owns both BIOs from here
+    if (sni) SSL_set_tlsext_host_name(ssl.get(), sni);
+    SSL_set_connect_state(ssl.get());
+    SSL_do_handshake(ssl.get());
+    char* data = nullptr;
+    long n = BIO_get_mem_data(out, &data);
+    return std::string(data, static_cast<std::size_t>(n));
+}
+
+}  // namespace vaultgate::test
