@@ -826,12 +826,15 @@ TEST_F(AdminApiTest, PersistsAcrossRestarts) {
     const std::string sid = add_service(id, "keep.example.com", "KEY");
     const json session = create_session({{"vault_ids", {id, "cfgvault"}}, {"egress_policy", "open"}});
     const json dead = create_session({{"ttl_seconds", 1}});
+    const Session* dying = snapshot()->find_session(dead["id"].get<std::string>());
+    ASSERT_NE(dying, nullptr);
+    const auto dead_end = *dying->expires_at;
     const json before = parse(call("GET", "/v1/vaults/" + id));
     api_.reset();
 
     snapshot_.reset();
-    // Past the short session's end: loaded, but not served.
-    std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+    // Past the short session's own end: loaded, but not served.
+    std::this_thread::sleep_until(dead_end + std::chrono::milliseconds(1));
     api_ = make_api(parse_config(base_config, "test.yaml"));
     const json after = parse(call("GET", "/v1/vaults/" + id));
     EXPECT_EQ(after, before);
