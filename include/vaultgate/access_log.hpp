@@ -1,7 +1,7 @@
 #pragma once
-// The request log of SPEC.md: one JSON object per line. Entries carry names,
-// sizes and outcomes only; there is no field for a header value, a query string
-// or a body, so none can be logged.
+// The request log (docs/reference/access-log.md): one JSON object per line.
+// Entries carry names, sizes and outcomes only; there is no field for a header
+// value, a query string or a body, so none can be logged.
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>

@@ -1,5 +1,5 @@
 #pragma once
-// The admin API of SPEC.md ("Admin API") as a pure module: a parsed request in,
+// The admin API (docs/reference/admin-api.md) as a pure module: a parsed request in,
 // a response out. No sockets and no Asio; the network layer checks the bearer
 // token, calls handle(), and writes what comes back.
 //

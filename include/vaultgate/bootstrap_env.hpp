@@ -1,5 +1,5 @@
 #pragma once
-// The pure half of `vaultgate bootstrap` (SPEC.md, "The session bootstrapper"):
+// The pure half of `vaultgate bootstrap` (docs/reference/bootstrap.md):
 // which input variables are secrets, which are URLs, which URL a secret belongs
 // to, and how the sandbox's environment is written out. No I/O and no network,
 // so every rule is tested by table; the command in src/cli/bootstrap.cpp only

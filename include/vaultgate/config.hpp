@@ -1,5 +1,5 @@
 #pragma once
-// The config file of SPEC.md: parsed, validated, defaults filled in. Every
+// The config file (docs/reference/configuration.md): parsed, validated, defaults filled in. Every
 // error names file:line:column. No Asio here.
 #include "vaultgate/host.hpp"
 #include "vaultgate/inject.hpp"

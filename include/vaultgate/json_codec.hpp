@@ -1,6 +1,6 @@
 #pragma once
 // JSON forms of a bound service and of an egress policy: the shapes of the admin
-// API request bodies (SPEC.md, "Admin API") and of the store payload. Decoding
+// API request bodies (docs/reference/admin-api.md) and of the store payload. Decoding
 // validates with the same rules as the config loader, so a service created over
 // the API can do nothing a config-file service could not. No Asio here.
 #include "vaultgate/address.hpp"

@@ -1,5 +1,5 @@
 #pragma once
-// The client side of the admin API (SPEC.md, "Admin API") and the plumbing the
+// The client side of the admin API (docs/reference/admin-api.md) and the plumbing the
 // admin subcommands and `bootstrap` share. Plain blocking POSIX sockets rather
 // than Asio: these commands make a handful of requests to a local server, and
 // the CLI should stay cheap to compile.

@@ -1,4 +1,4 @@
-// `vaultgate bootstrap` (SPEC.md, "The session bootstrapper"): takes the env a
+// `vaultgate bootstrap` (docs/reference/bootstrap.md): takes the env a
 // platform hands a sandbox, moves its secrets into a vault, binds them to the
 // hosts they are for, opens a session, and prints the env the sandbox gets
 // instead: placeholders, the proxy, and CA trust. The rules live in

@@ -1,4 +1,5 @@
-// The request log: one JSON object per line, keys in the order SPEC.md shows.
+// The request log: one JSON object per line, keys in the order of
+// docs/reference/access-log.md.
 #include "vaultgate/access_log.hpp"
 
 #include "vaultgate/diag_log.hpp"
@@ -76,7 +77,7 @@ void AccessLogEntry::set_path(std::string_view target) {
 
 void append_json_line(std::string& out, const AccessLogEntry& e) {
     // Written by hand, not through a JSON library: this runs once per request
-    // on the I/O threads, and the key order is fixed by SPEC.md anyway.
+    // on the I/O threads, and the key order is fixed by the log format anyway.
     const auto key = [&out](std::string_view name) {
         if (out.back() != '{') out.push_back(',');
         out.push_back('"');
