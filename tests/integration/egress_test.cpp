@@ -263,7 +263,7 @@ TEST_F(PlainHttpTest, UnreachableOriginIs502AndTheProxyStaysUp) {
     start("    allow_http: true\n    allowed_cidrs: [\"::1/128\"]\n", "0", "0", "    dead.test: 127.0.0.1\n",
           "\"dead.test:" + port + "\"");
     // By name (resolved) and by IP literal: both dial paths end in the same reply.
-    for (const std::string authority : {"dead.test:" + port, "[::1]:" + port}) {
+    for (const auto& authority : {"dead.test:" + port, "[::1]:" + port}) {
         RawClient c(proxy_->port());
         auto resp = c.send_plain("GET http://" + authority + "/ HTTP/1.1\r\nHost: " + authority + "\r\n\r\n");
         EXPECT_EQ(resp.rfind("HTTP/1.1 502", 0), 0u) << authority << ": " << resp;

@@ -393,8 +393,12 @@ TEST(JsonCodecTest, ParseJsonTextRefusesAKeyNamedTwiceAtAnyDepth) {
         JsonTextError error = JsonTextError::none;
         const json parsed = parse_json_text(c.text, &error);
         EXPECT_EQ(error, c.expected) << c.text;
-        if (c.expected == JsonTextError::none) EXPECT_EQ(parsed, json::parse(c.text)) << c.text;
-        if (c.expected == JsonTextError::invalid) EXPECT_TRUE(parsed.is_discarded()) << c.text;
+        if (c.expected == JsonTextError::none) {
+            EXPECT_EQ(parsed, json::parse(c.text)) << c.text;
+        }
+        if (c.expected == JsonTextError::invalid) {
+            EXPECT_TRUE(parsed.is_discarded()) << c.text;
+        }
     }
 }
 

@@ -670,7 +670,7 @@ TEST(RollbackGuard, ARecordThatIsNotOneIsRefusedWithoutHanging) {
     const auto path = dir.file("s.db");
     open_file_store(path, key_from(1))->save(at_generation(3));
     const auto record = path + ".generation";
-    for (const std::string& text : {"", "x\n", "-1\n", "3 \n", "99999999999999999999999\n", "18446744073709551616\n"}) {
+    for (const char* text : {"", "x\n", "-1\n", "3 \n", "99999999999999999999999\n", "18446744073709551616\n"}) {
         write_file(record, text);
         const auto error = store_error(*guarded(path));
         EXPECT_NE(error.find(record + ": expected a generation number"), std::string::npos) << text << ": " << error;
