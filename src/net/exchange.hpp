@@ -156,6 +156,18 @@ awaitable<void> reply_error(ExchangeIo<Client, Upstream>& io, int status, std::s
     co_await write_all(io.client, error_response(status, code, message, true), io.watchdog, io.limits.idle_timeout);
 }
 
+// The one ending of an exchange that fails with the upstream in an unknown
+// state: the upstream is closed, the client gets `status` with `code`, and
+// the log gets `reason`.
+template <class Client, class Upstream>
+awaitable<void> fail_exchange(ExchangeIo<Client, Upstream>& io, ExchangeResult& result, int status,
+                              std::string_view code, std::string_view message, std::string_view reason) {
+    io.drop_upstream();
+    co_await reply_error(io, status, code, message);
+    result.status = status;
+    result.reason = std::string(reason);
+}
+
 // Sends `wire` (wiped afterwards: it may hold the secret) and the request body.
 template <class Client, class Upstream>
 awaitable<bool> send_request(ExchangeIo<Client, Upstream>& io, std::string& wire, const ExchangeRequest& req,
@@ -193,10 +205,9 @@ awaitable<bool> send_request(ExchangeIo<Client, Upstream>& io, std::string& wire
     }
     wipe_string(wire);
     if (write_error) {
-        io.drop_upstream();
-        co_await reply_error(io, 502, "upstream_write_failed", "the origin closed the connection");
-        result.status = 502;
-        result.reason = "upstream_write_failed";
+        co_await fail_exchange(io, result, 502, "upstream_write_failed",
+            "the origin closed the connection",
+            "upstream_write_failed");
         co_return false;
     }
     if (!has_body) co_return true;
@@ -232,10 +243,9 @@ awaitable<bool> send_request(ExchangeIo<Client, Upstream>& io, std::string& wire
         co_return false;
     }
     if (chunked && co_await write_all(*io.upstream, last_chunk, io.watchdog, io.limits.idle_timeout)) {
-        io.drop_upstream();
-        co_await reply_error(io, 502, "upstream_write_failed", "the origin closed the connection");
-        result.status = 502;
-        result.reason = "upstream_write_failed";
+        co_await fail_exchange(io, result, 502, "upstream_write_failed",
+            "the origin closed the connection",
+            "upstream_write_failed");
         co_return false;
     }
     co_return true;
@@ -277,11 +287,9 @@ awaitable<void> relay_response(ExchangeIo<Client, Upstream>& io, const ExchangeR
         }
         if (resp.status >= 100 && resp.status < 200 && resp.status != 101) {
             if (++informational > max_informational_responses) {
-                io.drop_upstream();
-                co_await reply_error(io, 502, "bad_upstream_response",
-                                     "the origin sent too many informational (1xx) responses");
-                result.status = 502;
-                result.reason = "too_many_informational_responses";
+                co_await fail_exchange(io, result, 502, "bad_upstream_response",
+                    "the origin sent too many informational (1xx) responses",
+                    "too_many_informational_responses");
                 co_return;
             }
             if (auto info = informational_for_client(resp, req.client_head->version_minor, req.redactor))
@@ -296,10 +304,9 @@ awaitable<void> relay_response(ExchangeIo<Client, Upstream>& io, const ExchangeR
 
     if (resp.status == 101) {
         if (!req.websocket) {
-            io.drop_upstream();
-            co_await reply_error(io, 502, "bad_upstream_response", "unexpected protocol switch");
-            result.status = 502;
-            result.reason = "unexpected_101";
+            co_await fail_exchange(io, result, 502, "bad_upstream_response",
+                "unexpected protocol switch",
+                "unexpected_101");
             co_return;
         }
         ResponseHead out = resp;
@@ -327,21 +334,18 @@ awaitable<void> relay_response(ExchangeIo<Client, Upstream>& io, const ExchangeR
 
     auto rframing = response_framing(resp, req.client_head->method);
     if (!rframing.framing) {
-        io.drop_upstream();
-        co_await reply_error(io, 502, "bad_upstream_response", "the origin's response framing is invalid");
-        result.status = 502;
-        result.reason = "bad_upstream_framing";
+        co_await fail_exchange(io, result, 502, "bad_upstream_response",
+            "the origin's response framing is invalid",
+            "bad_upstream_framing");
         co_return;
     }
     const auto& rf = *rframing.framing;
     if (req.redactor) {
         // A compressed body cannot be scanned; refusing beats passing it unscanned.
         if (!content_coding_is_identity(resp)) {
-            io.drop_upstream();
-            co_await reply_error(io, 502, "compressed_response_refused",
-                                 "the origin sent a compressed response to a redacted service");
-            result.status = 502;
-            result.reason = "compressed_response_refused";
+            co_await fail_exchange(io, result, 502, "compressed_response_refused",
+                "the origin sent a compressed response to a redacted service",
+                "compressed_response_refused");
             co_return;
         }
     }
@@ -369,11 +373,9 @@ awaitable<void> relay_response(ExchangeIo<Client, Upstream>& io, const ExchangeR
     if (close_after) out.headers.push_back({"Connection", "close"});
     auto head_text = serialize_for_client(out, req.redactor);
     if (!head_text) {
-        io.drop_upstream();
-        co_await reply_error(io, 502, "unredactable_response",
-                             "the origin's response head holds the credential in a form that cannot be redacted");
-        result.status = 502;
-        result.reason = "unredactable_response";
+        co_await fail_exchange(io, result, 502, "unredactable_response",
+            "the origin's response head holds the credential in a form that cannot be redacted",
+            "unredactable_response");
         co_return;
     }
     result.status = resp.status;
