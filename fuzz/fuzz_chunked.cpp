@@ -4,7 +4,7 @@
 // the same status, payload, consumed count and error.
 #include "fuzz_check.hpp"
 
-#include "vaultgate/http_message.hpp"
+#include "vaultgate/http/message.hpp"
 
 #include <string>
 #include <string_view>

@@ -3,7 +3,7 @@
 // bytes as a supported_versions body: lists_tls13 stays in bounds, and a list
 // it accepts is well formed and holds 0x0304.
 #include "fuzz_check.hpp"
-#include "vaultgate/client_hello.hpp"
+#include "vaultgate/egress/client_hello.hpp"
 
 #include <cstddef>
 #include <cstdint>

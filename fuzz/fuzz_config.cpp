@@ -5,7 +5,7 @@
 // ConfigError is caught here: anything else escapes and libFuzzer reports it.
 #include "fuzz_check.hpp"
 
-#include "vaultgate/config.hpp"
+#include "vaultgate/config/config.hpp"
 
 #include <string>
 

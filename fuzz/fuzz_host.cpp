@@ -4,9 +4,9 @@
 // origin) would read differently is an SSRF or allow-list bypass.
 #include "fuzz_check.hpp"
 
-#include "vaultgate/address.hpp"
-#include "vaultgate/host.hpp"
-#include "vaultgate/policy.hpp"
+#include "vaultgate/egress/address.hpp"
+#include "vaultgate/egress/host.hpp"
+#include "vaultgate/egress/policy.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

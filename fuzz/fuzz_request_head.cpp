@@ -2,7 +2,7 @@
 // that decides where one client request ends and what is forwarded upstream.
 #include "fuzz_check.hpp"
 
-#include "vaultgate/http_message.hpp"
+#include "vaultgate/http/message.hpp"
 
 #include <string>
 #include <string_view>

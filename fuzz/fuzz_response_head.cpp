@@ -3,7 +3,7 @@
 // on that or the next response on the connection is someone else's.
 #include "fuzz_check.hpp"
 
-#include "vaultgate/http_message.hpp"
+#include "vaultgate/http/message.hpp"
 
 #include <string>
 #include <string_view>

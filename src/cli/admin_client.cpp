@@ -1,10 +1,10 @@
-#include "admin_client.hpp"
+#include "cli/admin_client.hpp"
 
-#include "vaultgate/bootstrap_env.hpp"
-#include "vaultgate/encoding.hpp"
-#include "vaultgate/validation.hpp"
-#include "vaultgate/json_text.hpp"
-#include "vaultgate/unique_fd.hpp"
+#include "vaultgate/credentials/bootstrap_env.hpp"
+#include "vaultgate/util/encoding.hpp"
+#include "vaultgate/credentials/validation.hpp"
+#include "vaultgate/util/json_text.hpp"
+#include "vaultgate/util/unique_fd.hpp"
 
 #include <nlohmann/json.hpp>
 

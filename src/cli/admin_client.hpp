@@ -3,9 +3,9 @@
 // admin subcommands and `bootstrap` share. Plain blocking POSIX sockets rather
 // than Asio: these commands make a handful of requests to a local server, and
 // the CLI should stay cheap to compile.
-#include "commands.hpp"
-#include "vaultgate/encoding.hpp"  // percent_encode for path segments and query values
-#include "vaultgate/secret.hpp"
+#include "cli/commands.hpp"
+#include "vaultgate/util/encoding.hpp"  // percent_encode for path segments and query values
+#include "vaultgate/util/secret.hpp"
 
 #include <nlohmann/json_fwd.hpp>
 

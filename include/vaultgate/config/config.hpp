@@ -1,0 +1,123 @@
+#pragma once
+// The config file (docs/reference/configuration.md): parsed, validated, defaults filled in. Every
+// error names file:line:column. No Asio here.
+#include "vaultgate/egress/host.hpp"
+#include "vaultgate/credentials/inject.hpp"
+#include "vaultgate/egress/policy.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace vaultgate {
+
+class ConfigError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;  // message is "file:line:col: what"
+};
+
+// "127.0.0.1:3128", "[::1]:3128", or "unix:/path" (admin only).
+struct ListenAddress {
+    std::string host;         // IP literal, or empty for unix
+    std::uint16_t port = 0;
+    std::string unix_path;    // set for "unix:..."
+    bool is_unix() const { return !unix_path.empty(); }
+    std::string to_string() const;
+};
+
+struct CredentialSource {
+    enum class Kind { env, file } kind = Kind::env;
+    std::string ref;          // env var name or file path
+};
+
+struct ServiceConfig {
+    std::string host;         // normalised; a wildcard keeps its "*." prefix
+    std::uint16_t port = 443;
+    std::string path_prefix = "/";
+    AuthSpec auth;
+    bool redact_response = false;
+
+    bool matches(std::string_view normalised_host, std::uint16_t port) const;
+    // Same host pattern, port and path_prefix: both match exactly the same
+    // requests, so no rule of specificity can choose between them.
+    bool same_binding(const ServiceConfig& other) const {
+        return host == other.host && port == other.port && path_prefix == other.path_prefix;
+    }
+};
+
+struct VaultConfig {
+    std::string name;
+    std::map<std::string, CredentialSource> credentials;
+    std::vector<ServiceConfig> services;
+};
+
+struct SessionConfig {
+    std::vector<std::string> vaults;
+    std::string egress_policy = "default";
+};
+
+struct Limits {
+    std::size_t max_connections = 10000;
+    std::size_t max_connections_per_client = 1000;
+    std::size_t header_bytes = 65536;
+    std::size_t header_count = 100;
+    std::chrono::milliseconds handshake_timeout{10000};
+    std::chrono::milliseconds header_timeout{10000};
+    std::chrono::milliseconds idle_timeout{60000};
+    std::chrono::milliseconds drain_timeout{15000};
+    std::chrono::milliseconds connect_timeout{10000};    // upstream TCP + TLS
+    std::chrono::milliseconds response_timeout{60000};   // upstream response head
+    // How long an upstream connection waits in the pool for the next request of
+    // its session. Shorter than common server keep-alive timeouts (nginx: 75 s),
+    // so a pooled connection is rarely one the origin is about to close.
+    std::chrono::milliseconds upstream_idle_timeout{30000};
+    std::size_t worker_threads = 0;                      // 0 = auto, see auto_worker_threads()
+    std::size_t admin_connections = 64;                  // the admin listener's own cap
+};
+
+// The I/O thread count for worker_threads = 0: one per core (at least one).
+// On a host whose cores are busy with the workloads vaultgate serves, fewer
+// threads give a shorter latency tail (a thread that competes for the last
+// core is preempted mid-request); more threads give more throughput.
+unsigned auto_worker_threads(unsigned cores);
+
+struct Config {
+    std::string source_path;  // the file it came from, for reloads and messages
+
+    ListenAddress listen_proxy{"127.0.0.1", 3128, {}};
+    std::optional<ListenAddress> listen_transparent;
+    ListenAddress listen_admin{"127.0.0.1", 3190, {}};
+
+    std::string ca_cert = "certs/ca.pem";
+    std::string ca_key = "certs/ca-key.pem";
+
+    std::string upstream_ca_file = "system";
+    std::map<std::string, std::string> upstream_resolve;  // normalised host -> IP literal
+
+    std::string store_path = "vaultgate.db";
+    std::optional<std::string> store_master_key_file;
+
+    std::optional<std::string> admin_token_file;
+
+    std::string log_access = "stdout";
+    std::string log_level = "info";
+
+    Limits limits;
+    std::vector<VaultConfig> vaults;
+    std::map<std::string, SessionConfig> sessions;
+    std::map<std::string, EgressPolicy> egress_policies;
+};
+
+// Parses YAML text; `source_name` is used in error messages. Throws ConfigError.
+Config parse_config(const std::string& yaml_text, const std::string& source_name);
+// Reads and parses a file. Throws ConfigError (also for an unreadable file).
+Config load_config_file(const std::string& path);
+
+// "10s", "250ms", "2m", "1h" -> milliseconds; nullopt if malformed.
+std::optional<std::chrono::milliseconds> parse_duration(std::string_view text);
+
+}  // namespace vaultgate

@@ -1,0 +1,88 @@
+#pragma once
+// The egress policy: which destinations a session may reach untouched. Pure
+// functions over values; the network layer calls them before it dials.
+#include "vaultgate/egress/address.hpp"
+#include "vaultgate/egress/client_hello.hpp"
+#include "vaultgate/egress/host.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace vaultgate {
+
+// "api.example.com", "*.example.com" (subdomains only, never the apex), with an
+// optional ":port". Without a port the rule allows 443, and 80 when allow_http.
+struct DomainRule {
+    std::string host;                 // normalised; for wildcards the suffix without "*."
+    bool wildcard = false;
+    std::optional<std::uint16_t> port;
+
+    static std::optional<DomainRule> parse(std::string_view text, std::string* error);
+    bool matches_host(std::string_view normalised_host) const;
+};
+
+struct EgressPolicy {
+    std::string name;
+    bool allow_https = true;
+    bool allow_http = false;
+    bool allow_package_managers = false;
+    std::vector<DomainRule> allowed_domains;
+    std::vector<Cidr> allowed_cidrs;
+    // A tunnel's TLS ClientHello must name the CONNECT host (check_tunnel_sni).
+    bool tunnel_sni_check = true;
+};
+
+// How the client asked to go there.
+enum class EgressKind {
+    connect,     // CONNECT tunnel (TLS expected)
+    plain_http,  // absolute-form http:// request
+};
+
+// Documented reasons; the names are part of the contract (403 body, header, log).
+enum class DenyReason {
+    none,
+    domain_not_allowed,
+    port_not_allowed,
+    http_not_allowed,
+    https_not_allowed,
+    ip_literal_not_allowed,
+    private_address,
+    metadata_address,
+    loopback_address,
+    reserved_address,
+    self_connection,
+    resolve_failed,
+    session_required,
+    destination_mismatch,   // transparent mode: the SNI name does not resolve to the original destination
+    no_server_name,         // transparent mode: no usable SNI (absent, an IP literal, or malformed)
+    path_not_covered,       // bound host: a path no path_prefix covers and an origin may read as another path
+    sni_mismatch,           // tunnel: the ClientHello names another host than the CONNECT, or cannot be read
+};
+
+std::string_view deny_reason_name(DenyReason r);
+// One sentence a person or an agent can act on (names the config key that would allow it).
+std::string deny_reason_advice(DenyReason r, const Authority& dest);
+
+// The package-manager bundle (PyPI, npm, Debian/Ubuntu, crates.io, Go, RubyGems, Maven).
+const std::vector<DomainRule>& package_manager_domains();
+
+// Name-level decision: may this session reach dest at all? Does not look at addresses.
+DenyReason check_destination(const EgressPolicy& policy, const Authority& dest, EgressKind kind);
+
+// Address-level decision for one resolved (or literal) address. `operator_pinned`
+// is true when the address came from upstream.resolve (operator-chosen, exempt
+// from the private-address rule). Self-connections are checked separately by the
+// caller, which knows the listeners.
+DenyReason check_address(const EgressPolicy& policy, const IpAddress& addr, bool operator_pinned);
+
+// The ClientHello a client sent first through a tunnel to `dest` (allowed by
+// `policy`): a readable hello must name dest's host, or, when dest is an IP
+// literal, a host the policy allows on dest's port. Otherwise a sandbox could
+// reach a forbidden name on an allowed address (domain fronting). No SNI, or
+// bytes that are not TLS, pass. sni_mismatch when refused, else none.
+DenyReason check_tunnel_sni(const EgressPolicy& policy, const Authority& dest, const HelloResult& hello);
+
+}  // namespace vaultgate

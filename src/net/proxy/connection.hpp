@@ -1,0 +1,73 @@
+#pragma once
+// Entry points of one accepted client connection.
+#include "net/upstream/runtime.hpp"
+#include "net/io/watchdog.hpp"
+#include "vaultgate/egress/host.hpp"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace vaultgate::net {
+
+struct ClientContext {
+    std::shared_ptr<Runtime> rt;
+    std::shared_ptr<Watchdog> watchdog;
+    std::string client_ip;
+    std::string session_id;
+};
+
+// Milliseconds since `start`, for the access log.
+double ms_since(clock::time_point start);
+
+// An access-log entry of this connection with the fields every line has: the
+// time, session and client, what was asked for where, and how long since start.
+AccessLogEntry access_entry(const ClientContext& ctx, std::string_view ingress, std::string_view method,
+                            const Authority& dest, clock::time_point start);
+
+// Logs a request that could not be read (a broken request line or head, a
+// target that is no proxy request) as denied, `malformed_request`, with none
+// of the client's bytes: they may hold a secret.
+void record_malformed_request(const ClientContext& ctx, int status, clock::time_point start);
+
+// A fresh context for an accepted socket: its watchdog started and watching it,
+// the client's address (as the accept loop read it), Nagle off, non-blocking.
+ClientContext make_client_context(std::shared_ptr<Runtime> rt, tcp::socket& client, std::string client_ip);
+
+// What a connection's first exchange leads to. A tunnel or a MITM phase may
+// last hours, so it runs only after the coroutine that decided it returned:
+// that frame's request, buffers and state snapshot (whose replaced
+// credentials must not stay in memory) are gone by then.
+struct ConnectionPhase {
+    enum class Kind { done, mitm, tunnel } kind = Kind::done;
+    Authority dest;
+    std::optional<tcp::socket> upstream;  // tunnel: dialled and checked
+    std::string leftover;                 // tunnel: bytes the client sent after the CONNECT head
+    std::optional<EgressPolicy> sni_policy;  // tunnel: judges the client's ClientHello (tunnel_sni_check)
+    bool session_registered = false;      // in rt->connections, to be removed at the end
+};
+
+// Runs the phase, then ends the connection: out of rt->connections, client
+// closed. `client` stays where it is (the watchdog watches it there).
+awaitable<void> run_connection_phase(ClientContext& ctx, tcp::socket& client, ConnectionPhase next);
+
+// The explicit proxy listener: reads CONNECT or an absolute-form request and dispatches.
+awaitable<void> handle_proxy_client(std::shared_ptr<Runtime> rt, tcp::socket client, std::string client_ip);
+
+// listen.transparent: redirected TLS, routed by SNI and the original destination.
+awaitable<void> handle_transparent_client(std::shared_ptr<Runtime> rt, tcp::socket client, std::string client_ip);
+
+// After "200 Connection established" to a bound host: TLS with a minted leaf and
+// the request loop that injects credentials.
+awaitable<void> run_mitm(ClientContext ctx, tcp::socket client, Authority dest);
+
+// After "200 Connection established" to an allowed host: bytes spliced both ways.
+// The sockets stay owned by the caller (whose watchdog already watches the client).
+// With `sni_policy`, the client's first bytes go upstream only if a ClientHello
+// among them names `dest` (check_tunnel_sni); else the refusal is logged and
+// the tunnel ends.
+awaitable<void> run_tunnel(ClientContext& ctx, tcp::socket& client, tcp::socket& upstream, const Authority& dest,
+                           std::string leftover, const EgressPolicy* sni_policy);
+
+}  // namespace vaultgate::net

@@ -1,0 +1,428 @@
+#pragma once
+// One request/response exchange with an origin, shared by the MITM path (TLS on
+// both sides) and plain http:// forwarding (TCP on both sides): send the
+// re-serialised head and the body, read the response head, rewrite its framing
+// for the client, and stream the body back. The caller has already validated
+// the request and built `wire`; this part only moves bytes.
+#include "net/io/http_io.hpp"
+#include "net/proxy/proxy_responses.hpp"
+#include "net/io/splice.hpp"
+#include "vaultgate/config/config.hpp"
+#include "vaultgate/http/message.hpp"
+#include "vaultgate/credentials/redact.hpp"
+#include "vaultgate/util/secret.hpp"
+
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace vaultgate::net {
+
+// Sends payload pieces to a stream, re-framed as chunks when `chunked`.
+// A head set in `head` goes out with the first piece, in the same write: one
+// TLS record and one system call instead of two for a small response. Pieces
+// are framed in `frame`, the connection's write buffer, which keeps its size
+// from one request to the next (the connection frees it when it idles).
+template <class Stream>
+struct BodyWriter {
+    Stream* stream;
+    Watchdog* watchdog;
+    clock::duration timeout;
+    bool chunked;
+    std::string* frame;
+    std::string head;  // not sent yet
+
+    awaitable<error_code> operator()(std::string_view payload) {
+        if (payload.empty()) co_return error_code{};
+        if (!chunked && head.empty()) co_return co_await write_all(*stream, payload, *watchdog, timeout);
+        take_head();
+        if (chunked) append_chunk(*frame, payload);
+        else frame->append(payload);
+        co_return co_await write_all(*stream, *frame, *watchdog, timeout);
+    }
+
+    // Sends the head now, if it is still due.
+    awaitable<error_code> send_head() {
+        if (head.empty()) co_return error_code{};
+        take_head();
+        co_return co_await write_all(*stream, *frame, *watchdog, timeout);
+    }
+
+    // Sends what is still due at the end of the body: the head, if no body
+    // piece carried it, and the last chunk of a chunked body.
+    awaitable<error_code> finish() {
+        take_head();
+        if (chunked) frame->append(last_chunk);
+        if (frame->empty()) co_return error_code{};
+        co_return co_await write_all(*stream, *frame, *watchdog, timeout);
+    }
+
+private:
+    // The frame starts with the head, if it is still due.
+    void take_head() {
+        frame->assign(head);
+        head.clear();
+    }
+};
+
+inline bool listed_in(const std::vector<std::string>& tokens, std::string_view name) {
+    for (const auto& t : tokens)
+        if (iequals(t, name)) return true;
+    return false;
+}
+
+// Informational (1xx) responses the origin may send before its final one: past
+// this, an origin that never stops sending them is cut off with a 502.
+inline constexpr int max_informational_responses = 32;
+
+// Whether the response's content coding is unambiguously identity: no
+// Content-Encoding field, or exactly one holding only "identity" (any case).
+// Several fields or a list are refused, whatever they name: a client may
+// decode them in another order or not at all.
+bool content_coding_is_identity(const ResponseHead& head);
+
+// The head as the client gets it. With a redactor, the secret is first
+// replaced in the reason phrase and in every field name and value (a field
+// whose name is no token once redacted is dropped); nullopt when the
+// serialised head still holds it (a copy that spans a field boundary).
+std::optional<std::string> serialize_for_client(ResponseHead& head, const Redactor* redactor);
+
+// The 1xx head to pass to the client: hop-by-hop fields removed, redacted.
+// nullopt when it goes nowhere: a 100 (vaultgate answers Expect itself), an
+// HTTP/1.0 client (it expects no 1xx, RFC 9110 section 15.2), or a head that
+// redaction cannot clean (it is informational only, so dropping it is safe).
+std::optional<std::string> informational_for_client(ResponseHead& info, int client_version_minor,
+                                                    const Redactor* redactor);
+
+// What the exchange needs to know about the request it forwards.
+struct ExchangeRequest {
+    const RequestHead* client_head;   // the client's method and version (a summary: no headers)
+    BodyFraming framing;              // of the client's body
+    bool expect_continue = false;     // the client waits for 100 before its body
+    bool websocket = false;           // an Upgrade: websocket the upstream may accept
+    bool client_close = false;        // the client asked to close after this exchange
+    Redactor* redactor = nullptr;     // redact_response: scrub the secret from the response
+};
+
+// Passes each body piece through the redactor before the writer; holds back at
+// most the redactor's window, so a secret split across reads is still caught.
+template <class Stream>
+struct RedactingWriter {
+    BodyWriter<Stream>* writer;
+    Redactor* redactor;
+    std::string scratch;
+
+    awaitable<error_code> operator()(std::string_view payload) {
+        scratch.clear();
+        redactor->feed(payload, scratch);
+        co_return co_await (*writer)(scratch);
+    }
+    awaitable<error_code> finish() {
+        scratch.clear();
+        redactor->finish(scratch);
+        co_return co_await (*writer)(scratch);
+    }
+};
+
+struct ExchangeResult {
+    int status = 0;                  // what the client got (ours or the origin's); 0 = nothing
+    std::string reason;              // log reason on failure, empty on success
+    std::uint64_t bytes_up = 0;
+    std::uint64_t bytes_down = 0;
+    bool keep_client = false;        // the client connection can take another request
+    bool keep_upstream = false;      // the upstream connection can be reused
+    double upstream_seconds = 0;     // request sent -> response head received
+};
+
+// The two streams and their buffers, plus how to (re)connect the upstream.
+// `connect(reused, result)` makes sure an upstream is open; when it cannot, it
+// answers the client itself, sets result.status and result.reason, and returns false.
+template <class Client, class Upstream>
+struct ExchangeIo {
+    Client& client;
+    ReadBuffer& client_buf;
+    std::optional<Upstream>& upstream;
+    ReadBuffer& upstream_buf;
+    Watchdog& watchdog;
+    const Limits& limits;
+    std::function<awaitable<bool>(bool& reused, ExchangeResult& result)> connect;
+    std::function<void()> drop_upstream;
+    std::string_view origin_name;    // "the bound origin" / "the destination", for error pages
+    std::string& write_buffer;       // the client connection's, for BodyWriter
+};
+
+template <class Client, class Upstream>
+awaitable<void> reply_error(ExchangeIo<Client, Upstream>& io, int status, std::string_view code, std::string_view message) {
+    co_await write_all(io.client, error_response(status, code, message, true), io.watchdog, io.limits.idle_timeout);
+}
+
+// The one ending of an exchange that fails with the upstream in an unknown
+// state: the upstream is closed, the client gets `status` with `code`, and
+// the log gets `reason`.
+template <class Client, class Upstream>
+awaitable<void> fail_exchange(ExchangeIo<Client, Upstream>& io, ExchangeResult& result, int status,
+                              std::string_view code, std::string_view message, std::string_view reason) {
+    io.drop_upstream();
+    co_await reply_error(io, status, code, message);
+    result.status = status;
+    result.reason = std::string(reason);
+}
+
+// Sends `wire` (wiped afterwards: it may hold the secret) and the request body.
+template <class Client, class Upstream>
+awaitable<bool> send_request(ExchangeIo<Client, Upstream>& io, std::string& wire, const ExchangeRequest& req,
+                             ExchangeResult& result) {
+    bool has_body = req.framing.kind != BodyKind::none;
+    // A chunked body that is already malformed in what arrived with the head is
+    // refused before anything is sent: the origin then sees no bytes at all.
+    if (req.framing.kind == BodyKind::chunked && !io.client_buf.empty()) {
+        ChunkedDecoder probe;
+        std::string scratch;
+        if (probe.feed(io.client_buf.view(), scratch).status == ChunkedDecoder::Status::error) {
+            wipe_string(wire);
+            co_await reply_error(io, 400, "bad_chunked_body", probe.error());
+            result.status = 400;
+            result.reason = "bad_chunked_body";
+            co_return false;
+        }
+    }
+
+    bool reused = false;
+    error_code write_error;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        if (!co_await io.connect(reused, result)) {
+            wipe_string(wire);
+            co_return false;
+        }
+        write_error = co_await write_all(*io.upstream, wire, io.watchdog, io.limits.idle_timeout);
+        // A kept-alive connection the origin closed while idle fails on first
+        // use; nothing was delivered, so one retry on a fresh connection is safe.
+        if (write_error && reused) {
+            io.drop_upstream();
+            continue;
+        }
+        break;
+    }
+    wipe_string(wire);
+    if (write_error) {
+        co_await fail_exchange(io, result, 502, "upstream_write_failed",
+            "the origin closed the connection",
+            "upstream_write_failed");
+        co_return false;
+    }
+    if (!has_body) co_return true;
+
+    if (req.expect_continue)
+        co_await write_all(io.client, std::string_view("HTTP/1.1 100 Continue\r\n\r\n"), io.watchdog,
+                           io.limits.idle_timeout);
+    bool chunked = req.framing.kind == BodyKind::chunked;
+    BodyWriter<Upstream> writer{&*io.upstream, &io.watchdog, io.limits.idle_timeout, chunked, &io.write_buffer, {}};
+    // (An if, not a conditional expression: GCC 12 miscompiles co_await inside ?:.)
+    BodyResult body;
+    if (chunked)
+        body = co_await read_chunked_body(io.client, io.client_buf, ChunkLimits{}, io.watchdog,
+                                          io.limits.idle_timeout, std::ref(writer));
+    else
+        body = co_await read_fixed_body(io.client, io.client_buf, req.framing.length, io.watchdog,
+                                        io.limits.idle_timeout, std::ref(writer));
+    result.bytes_up = body.bytes;
+    if (body.outcome != BodyOutcome::ok) {
+        // Abort without the final chunk: the origin never sees a complete request.
+        io.drop_upstream();
+        if (body.outcome == BodyOutcome::invalid) {
+            co_await reply_error(io, 400, "bad_chunked_body", body.error);
+            result.status = 400;
+            result.reason = "bad_chunked_body";
+        } else if (body.outcome == BodyOutcome::timed_out) {
+            co_await reply_error(io, 408, "request_timeout", "the request body stalled");
+            result.status = 408;
+            result.reason = "request_timeout";
+        } else {
+            result.reason = "client_aborted";
+        }
+        co_return false;
+    }
+    if (chunked && co_await write_all(*io.upstream, last_chunk, io.watchdog, io.limits.idle_timeout)) {
+        co_await fail_exchange(io, result, 502, "upstream_write_failed",
+            "the origin closed the connection",
+            "upstream_write_failed");
+        co_return false;
+    }
+    co_return true;
+}
+
+template <class Client, class Upstream, class Sink>
+awaitable<BodyResult> read_response_body(ExchangeIo<Client, Upstream>& io, const BodyFraming& rf, Sink sink) {
+    if (rf.kind == BodyKind::content_length)
+        co_return co_await read_fixed_body(*io.upstream, io.upstream_buf, rf.length, io.watchdog,
+                                           io.limits.response_timeout, sink);
+    if (rf.kind == BodyKind::chunked)
+        co_return co_await read_chunked_body(*io.upstream, io.upstream_buf, ChunkLimits{}, io.watchdog,
+                                             io.limits.response_timeout, sink);
+    if (rf.kind == BodyKind::until_close)
+        co_return co_await read_until_close(*io.upstream, io.upstream_buf, io.watchdog, io.limits.response_timeout,
+                                            sink);
+    co_return BodyResult{};
+}
+
+// Reads the origin's response and streams it to the client.
+template <class Client, class Upstream>
+awaitable<void> relay_response(ExchangeIo<Client, Upstream>& io, const ExchangeRequest& req, bool draining,
+                               ExchangeResult& result) {
+    auto sent_at = clock::now();
+    ResponseHead resp;
+    int informational = 0;
+    for (;;) {
+        ParseResult parsed;
+        auto outcome = co_await read_head(*io.upstream, io.upstream_buf, resp, parse_response_head, HeadLimits{},
+                                          io.watchdog, {io.limits.response_timeout, io.limits.response_timeout}, parsed);
+        if (outcome != HeadOutcome::ok) {
+            bool timed_out = outcome == HeadOutcome::timed_out;
+            io.drop_upstream();
+            if (timed_out) co_await reply_error(io, 504, "upstream_timeout", "the origin did not answer in time");
+            else co_await reply_error(io, 502, "bad_upstream_response", "the origin sent no valid HTTP response");
+            result.status = timed_out ? 504 : 502;
+            result.reason = timed_out ? "upstream_timeout" : "bad_upstream_response";
+            co_return;
+        }
+        if (resp.status >= 100 && resp.status < 200 && resp.status != 101) {
+            if (++informational > max_informational_responses) {
+                co_await fail_exchange(io, result, 502, "bad_upstream_response",
+                    "the origin sent too many informational (1xx) responses",
+                    "too_many_informational_responses");
+                co_return;
+            }
+            if (auto info = informational_for_client(resp, req.client_head->version_minor, req.redactor))
+                co_await write_all(io.client, *info, io.watchdog, io.limits.idle_timeout);
+            resp = ResponseHead{};
+            continue;
+        }
+        break;
+    }
+    result.upstream_seconds = std::chrono::duration<double>(clock::now() - sent_at).count();
+    auto resp_tokens = connection_tokens(resp.headers);
+
+    if (resp.status == 101) {
+        if (!req.websocket) {
+            co_await fail_exchange(io, result, 502, "bad_upstream_response",
+                "unexpected protocol switch",
+                "unexpected_101");
+            co_return;
+        }
+        ResponseHead out = resp;
+        std::erase_if(out.headers, [&](const Header& h) { return is_hop_by_hop(h.name) || listed_in(resp_tokens, h.name); });
+        out.headers.push_back({"Connection", "Upgrade"});
+        if (auto u = resp.get("upgrade")) out.headers.push_back({"Upgrade", std::string(*u)});
+        result.status = 101;
+        if (co_await write_all(io.client, serialize_response_head(out), io.watchdog, io.limits.idle_timeout)) co_return;
+        // Bytes already buffered on either side go first, then the streams are spliced.
+        SpliceCounters counters;
+        if (!io.upstream_buf.empty()) {
+            counters.down += io.upstream_buf.size();
+            co_await write_all(io.client, io.upstream_buf.view(), io.watchdog, io.limits.idle_timeout);
+        }
+        if (!io.client_buf.empty()) {
+            counters.up += io.client_buf.size();
+            co_await write_all(*io.upstream, io.client_buf.view(), io.watchdog, io.limits.idle_timeout);
+        }
+        co_await splice(io.client, *io.upstream, io.watchdog, io.limits.idle_timeout, counters, 16384);
+        result.bytes_up += counters.up;
+        result.bytes_down = counters.down;
+        io.drop_upstream();
+        co_return;
+    }
+
+    auto rframing = response_framing(resp, req.client_head->method);
+    if (!rframing.framing) {
+        co_await fail_exchange(io, result, 502, "bad_upstream_response",
+            "the origin's response framing is invalid",
+            "bad_upstream_framing");
+        co_return;
+    }
+    const auto& rf = *rframing.framing;
+    if (req.redactor) {
+        // A compressed body cannot be scanned; refusing beats passing it unscanned.
+        if (!content_coding_is_identity(resp)) {
+            co_await fail_exchange(io, result, 502, "compressed_response_refused",
+                "the origin sent a compressed response to a redacted service",
+                "compressed_response_refused");
+            co_return;
+        }
+    }
+    bool upstream_close = rf.kind == BodyKind::until_close || wants_close(resp.headers, resp.version_minor);
+    bool client_http10 = req.client_head->version_minor == 0;
+    // Redaction changes the body's length, so a Content-Length cannot be kept.
+    bool length_changes = req.redactor && rf.kind == BodyKind::content_length;
+    bool unframed = rf.kind == BodyKind::until_close || length_changes;
+    // An unframed body is re-chunked for HTTP/1.1 clients so their connection survives it.
+    bool rechunk = rf.kind == BodyKind::chunked || (unframed && !client_http10);
+    bool close_after = req.client_close || (unframed && client_http10) || draining;
+
+    ResponseHead out;
+    out.version_minor = 1;
+    out.status = resp.status;
+    out.reason = resp.reason;
+    out.headers.reserve(resp.headers.size() + 2);
+    for (auto& h : resp.headers) {
+        if (is_hop_by_hop(h.name) || listed_in(resp_tokens, h.name) || iequals(h.name, "content-length")) continue;
+        out.headers.push_back(std::move(h));
+    }
+    if (rf.kind == BodyKind::content_length && !length_changes)
+        out.headers.push_back({"Content-Length", std::to_string(rf.length)});
+    else if (rechunk) out.headers.push_back({"Transfer-Encoding", "chunked"});
+    if (close_after) out.headers.push_back({"Connection", "close"});
+    auto head_text = serialize_for_client(out, req.redactor);
+    if (!head_text) {
+        co_await fail_exchange(io, result, 502, "unredactable_response",
+            "the origin's response head holds the credential in a form that cannot be redacted",
+            "unredactable_response");
+        co_return;
+    }
+    result.status = resp.status;
+
+    BodyWriter<Client> to_client{&io.client, &io.watchdog, io.limits.idle_timeout, rechunk, &io.write_buffer,
+                                 std::move(*head_text)};
+    // The head waits for the body only when body bytes are already here (or
+    // there is no body): a stream (SSE) whose first event comes later must not
+    // keep its head from the client meanwhile. Nor may redaction, which holds
+    // back the first bytes of a body.
+    const bool body_is_here = !io.upstream_buf.empty() || rf.kind == BodyKind::none ||
+                              (rf.kind == BodyKind::content_length && rf.length == 0);
+    if ((!body_is_here || req.redactor) && co_await to_client.send_head()) {
+        io.drop_upstream();
+        result.reason = "client_gone";
+        co_return;
+    }
+    BodyResult body;
+    if (req.redactor) {
+        RedactingWriter<Client> redacting{&to_client, req.redactor, {}};
+        body = co_await read_response_body(io, rf, std::ref(redacting));
+        if (body.outcome == BodyOutcome::ok && co_await redacting.finish()) body.outcome = BodyOutcome::sink_error;
+    } else {
+        body = co_await read_response_body(io, rf, std::ref(to_client));
+    }
+    result.bytes_down = body.bytes;
+    if (body.outcome == BodyOutcome::ok && co_await to_client.finish()) body.outcome = BodyOutcome::sink_error;
+    if (body.outcome != BodyOutcome::ok) {
+        // The client has a partial response (or none); closing is the only honest signal left.
+        io.drop_upstream();
+        result.reason = body.outcome == BodyOutcome::sink_error ? "client_gone" : "response_truncated";
+        co_return;
+    }
+    if (upstream_close) io.drop_upstream();
+    result.keep_upstream = !upstream_close;
+    result.keep_client = !close_after;
+}
+
+// Request headers that pass to the origin: end-to-end fields only, with the
+// framing set from the parsed body and Host first. Expect is consumed here.
+struct OutgoingHead {
+    RequestHead head;
+    bool expect_continue = false;
+    bool bad_expect = false;
+};
+
+OutgoingHead build_outgoing_head(RequestHead&& client_head, std::string origin_form, std::string host_header,
+                                 const BodyFraming& framing, bool websocket, bool strip_accept_encoding);
+
+}  // namespace vaultgate::net

@@ -1,0 +1,175 @@
+#include "net/upstream/dialer.hpp"
+
+#include <algorithm>
+
+namespace vaultgate::net {
+
+IpAddress to_ip_address(const asio::ip::address& a) {
+    IpAddress ip;
+    if (a.is_v4()) {
+        auto b = a.to_v4().to_bytes();
+        ip = IpAddress::v4(b[0], b[1], b[2], b[3]);
+    } else {
+        ip.v6 = true;
+        auto b = a.to_v6().to_bytes();
+        std::copy(b.begin(), b.end(), ip.bytes.begin());
+    }
+    return ip;
+}
+
+Authority to_authority(const tcp::endpoint& ep) {
+    const auto addr = unmapped(ep.address());
+    return {addr.to_string(), ep.port(), addr.is_v6() ? HostKind::ipv6 : HostKind::ipv4};
+}
+
+namespace {
+
+asio::ip::address to_asio(const IpAddress& ip) {
+    if (!ip.v6) return asio::ip::address_v4({ip.bytes[0], ip.bytes[1], ip.bytes[2], ip.bytes[3]});
+    asio::ip::address_v6::bytes_type b;
+    std::copy(ip.bytes.begin(), ip.bytes.end(), b.begin());
+    return asio::ip::address_v6(b);
+}
+
+std::vector<ListenerAddress> listener_addresses(const std::vector<tcp::endpoint>& endpoints) {
+    std::vector<ListenerAddress> out;
+    out.reserve(endpoints.size());
+    for (const auto& ep : endpoints) out.push_back({to_ip_address(ep.address()), ep.port()});
+    return out;
+}
+
+bool wildcard_listener_on(std::uint16_t port, const std::vector<tcp::endpoint>& listeners) {
+    return std::any_of(listeners.begin(), listeners.end(),
+                       [port](const auto& l) { return l.port() == port && unmapped(l.address()).is_unspecified(); });
+}
+
+}  // namespace
+
+bool is_self_endpoint(const Runtime& rt, const tcp::endpoint& ep) {
+    const auto listeners = listener_addresses(rt.self_endpoints);
+    const auto dest = to_ip_address(ep.address());
+    if (reaches_listener(dest, ep.port(), listeners, *rt.local_addresses.current())) return true;
+    // The interface addresses read earlier may be out of date; on a wildcard
+    // listener's port, where one would matter, they are read again.
+    if (!wildcard_listener_on(ep.port(), rt.self_endpoints)) return false;
+    return reaches_listener(dest, ep.port(), listeners, *rt.local_addresses.refresh());
+}
+
+bool is_own_connection(const Runtime& rt, const tcp::socket& client, const std::optional<tcp::endpoint>& original) {
+    error_code ec_peer, ec_local;
+    const auto peer = client.remote_endpoint(ec_peer);
+    const auto local = client.local_endpoint(ec_local);
+    if (ec_peer || ec_local) return false;
+    return rt.outbound_sockets.contains(peer, local) || (original && rt.outbound_sockets.contains(peer, *original));
+}
+
+awaitable<DialOutcome> dial_checked(const Runtime& rt, const EgressPolicy& policy, const Authority& dest,
+                                    tcp::socket& socket, Watchdog& watchdog, std::optional<tcp::endpoint> required) {
+    DialOutcome out;
+    std::vector<tcp::endpoint> candidates;
+    bool pinned = false;
+
+    if (dest.kind != HostKind::name) {
+        auto ip = parse_ip_strict(dest.host);
+        if (!ip) {
+            out.denied = DenyReason::ip_literal_not_allowed;
+            co_return out;
+        }
+        candidates.emplace_back(to_asio(*ip), dest.port);
+    } else if (auto it = rt.config.upstream_resolve.find(dest.host); it != rt.config.upstream_resolve.end()) {
+        auto ip = parse_ip_strict(it->second);
+        if (!ip) {
+            out.error = asio::error::host_not_found;
+            co_return out;
+        }
+        pinned = true;
+        candidates.emplace_back(to_asio(*ip), dest.port);
+    } else {
+        auto resolved = co_await rt.resolver->resolve(dest.host, dest.port, rt.config.limits.connect_timeout);
+        if (resolved.timed_out) {
+            out.timed_out = true;
+            co_return out;
+        }
+        if (resolved.error) {
+            out.error = resolved.error;
+            co_return out;
+        }
+        candidates = std::move(resolved.endpoints);
+    }
+
+    // Every candidate is checked before any is dialled: one denied answer
+    // refuses the name, so DNS cannot mix a private address into a public set.
+    for (const auto& ep : candidates) {
+        if (is_self_endpoint(rt, ep)) {
+            out.denied = DenyReason::self_connection;
+            co_return out;
+        }
+        auto reason = check_address(policy, to_ip_address(ep.address()), pinned);
+        if (reason != DenyReason::none) {
+            out.denied = reason;
+            co_return out;
+        }
+    }
+
+    if (required) {
+        auto wanted = tcp::endpoint(unmapped(required->address()), required->port());
+        bool found = false;
+        for (const auto& ep : candidates)
+            found = found || (unmapped(ep.address()) == wanted.address() && ep.port() == wanted.port());
+        if (!found) {
+            out.denied = DenyReason::destination_mismatch;
+            co_return out;
+        }
+        candidates = {wanted};
+    }
+
+    watchdog.watch(socket);
+    // limits.connect_timeout bounds the TCP connects together (the lookup
+    // above had its own). An address that does not answer gets its share of
+    // the time left, so the next ones are still tried: an unreachable IPv6
+    // address must not hide a working IPv4 one. A share is at least 2 s (or
+    // all that is left), room for one SYN retransmission (Linux: after 1 s),
+    // so a name with many addresses does not starve each of them.
+    const auto deadline = clock::now() + rt.config.limits.connect_timeout;
+    constexpr clock::duration min_share = std::chrono::seconds(2);
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+        const auto& ep = candidates[i];
+        const auto left = deadline - clock::now();
+        if (left <= clock::duration::zero()) {
+            out.timed_out = true;
+            break;
+        }
+        error_code ignored;
+        socket.close(ignored);
+        const auto share = left / static_cast<clock::rep>(candidates.size() - i);
+        watchdog.arm(std::max(share, std::min(left, min_share)));
+        auto [ec] = co_await socket.async_connect(ep, use_tuple);
+        if (watchdog.killed()) {
+            // The connection is being closed (session gone, drain): no further address.
+            out.timed_out = true;
+            break;
+        }
+        if (watchdog.expired()) {
+            out.timed_out = true;
+            continue;
+        }
+        out.timed_out = false;
+        if (!ec) {
+            socket.set_option(tcp::no_delay(true), ignored);
+            // Before anything is sent through it, so that a connection that
+            // loops back to a listener is known there as ours.
+            rt.outbound_sockets.add(socket);
+            out.peer = ep;
+            out.error = {};
+            watchdog.unwatch(socket);
+            co_return out;
+        }
+        out.error = ec;
+    }
+    watchdog.unwatch(socket);
+    error_code ignored;
+    socket.close(ignored);
+    co_return out;
+}
+
+}  // namespace vaultgate::net

@@ -1,0 +1,48 @@
+#pragma once
+// Resolve once, check every address, connect only to an address that was
+// checked. The one path by which vaultgate opens an outbound connection.
+#include "net/upstream/runtime.hpp"
+#include "net/io/watchdog.hpp"
+#include "vaultgate/egress/host.hpp"
+#include "vaultgate/egress/policy.hpp"
+
+#include <optional>
+
+namespace vaultgate::net {
+
+struct DialOutcome {
+    DenyReason denied = DenyReason::none;   // policy refusal (403)
+    error_code error;                       // resolve/connect failure (502/504)
+    bool timed_out = false;
+    tcp::endpoint peer;
+    bool ok() const { return denied == DenyReason::none && !error && !timed_out; }
+};
+
+// Connects `socket` to dest. Addresses pinned by upstream.resolve are exempt
+// from the private-address rule; the proxy's own listeners never are.
+// With `required` (transparent mode: the connection's original destination),
+// that endpoint must be among the checked answers for dest's name, and it is
+// the only one dialled; otherwise the outcome is destination_mismatch.
+awaitable<DialOutcome> dial_checked(const Runtime& rt, const EgressPolicy& policy, const Authority& dest,
+                                    tcp::socket& socket, Watchdog& watchdog,
+                                    std::optional<tcp::endpoint> required = std::nullopt);
+
+// Whether connecting to ep would reach one of the proxy's own listeners: by
+// its address, an unspecified one (0.0.0.0, ::), or, for a wildcard listener,
+// any local address.
+bool is_self_endpoint(const Runtime& rt, const tcp::endpoint& ep);
+
+// Whether the accepted connection `client` comes from a socket vaultgate itself
+// dialled; `original` is where it was sent before a NAT redirect, when known.
+// Ask only once the client has sent something: the dialer records a socket
+// after its connect completes, which may be after the accept, but always
+// before anything is sent through it.
+bool is_own_connection(const Runtime& rt, const tcp::socket& client,
+                       const std::optional<tcp::endpoint>& original = std::nullopt);
+
+IpAddress to_ip_address(const asio::ip::address& a);
+
+// An endpoint as a destination, for replies and the access log.
+Authority to_authority(const tcp::endpoint& ep);
+
+}  // namespace vaultgate::net
