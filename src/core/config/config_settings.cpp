@@ -1,0 +1,61 @@
+// The small sections: ca, upstream, store, admin and log.
+#include "config_sections.hpp"
+
+#include "vaultgate/egress/address.hpp"
+#include "vaultgate/egress/host.hpp"
+
+namespace vaultgate::config_sections {
+
+using yaml::shown;
+
+void read_ca(const yaml::Value& section, Config& cfg) {
+    const auto f = section.section({"cert", "key"});
+    if (auto* p = f.find("cert")) cfg.ca_cert = p->nonempty_string();
+    if (auto* p = f.find("key")) cfg.ca_key = p->nonempty_string();
+}
+
+void read_upstream(const yaml::Value& section, Config& cfg) {
+    const auto f = section.section({"ca_file", "resolve"});
+    if (auto* p = f.find("ca_file")) cfg.upstream_ca_file = p->nonempty_string();
+    if (auto* p = f.find("resolve")) {
+        const std::string& path = p->path();
+        for (const auto& r : p->entries()) {
+            const auto name = r.key();
+            const auto host = normalize_host(name);
+            if (!host)
+                r.fail_at_key(path, "invalid host " + shown(name) + ": " + std::string(host_error_text(host.error)));
+            if (host.kind != HostKind::name)
+                r.fail_at_key(path, shown(name) + " is an IP address; only names can be resolved");
+            // Messages name the host as it will be looked up.
+            const auto item = r.with_path(yaml::child(path, *host.host));
+            const auto ip_text = item.string();
+            if (!parse_ip_strict(ip_text)) item.fail("expected an IP address, got " + shown(ip_text));
+            if (!cfg.upstream_resolve.emplace(*host.host, ip_text).second)
+                r.fail_at_key(path, "host " + shown(*host.host) + " is listed twice");
+        }
+    }
+}
+
+void read_store(const yaml::Value& section, Config& cfg) {
+    const auto f = section.section({"path", "master_key_file"});
+    if (auto* p = f.find("path")) cfg.store_path = p->nonempty_string();
+    if (auto* p = f.find("master_key_file")) cfg.store_master_key_file = p->optional_path();
+}
+
+void read_admin(const yaml::Value& section, Config& cfg) {
+    const auto f = section.section({"token_file"});
+    if (auto* p = f.find("token_file")) cfg.admin_token_file = p->optional_path();
+}
+
+void read_log(const yaml::Value& section, Config& cfg) {
+    const auto f = section.section({"access", "level"});
+    if (auto* p = f.find("access")) cfg.log_access = p->nonempty_string();
+    if (auto* p = f.find("level")) {
+        const auto level = p->string();
+        if (level != "error" && level != "warn" && level != "info" && level != "debug")
+            p->fail("expected one of error, warn, info, debug, got " + shown(level));
+        cfg.log_level = level;
+    }
+}
+
+}  // namespace vaultgate::config_sections
