@@ -1,8 +1,8 @@
 #pragma once
 // The rules a bound service, its auth spec and an egress policy must follow,
-// kept once for both ways they come in: the config file (config.cpp) and admin
-// API bodies (json_codec.cpp). Two copies of a rule drift apart, and then the
-// API would accept what the config file refuses.
+// kept once for both ways they come in: the config file (config_vaults.cpp,
+// config_policies.cpp) and admin API bodies (json_codec.cpp). Two copies of a
+// rule drift apart, and then the API would accept what the config file refuses.
 //
 // Each check returns nullopt for a good value and otherwise says what is wrong.
 // A message never contains the value checked: the caller knows whether the

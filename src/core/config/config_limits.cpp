@@ -29,7 +29,8 @@ void read_limits(const yaml::Value& section, Limits& limits) {
     duration("connect_timeout", limits.connect_timeout);
     duration("response_timeout", limits.response_timeout);
     duration("upstream_idle_timeout", limits.upstream_idle_timeout);
-    if (auto* p = f.find("worker_threads")) limits.worker_threads = static_cast<std::size_t>(p->unsigned_integer(0, 256));
+    if (auto* p = f.find("worker_threads"))
+        limits.worker_threads = static_cast<std::size_t>(p->unsigned_integer(0, 256));
 }
 
 }  // namespace vaultgate::config_sections
