@@ -1,9 +1,10 @@
-// Small text helpers shared by the test suites: config edits and a real
-// TLS ClientHello to feed the proxy or the parser.
+// Small text helpers shared by the test suites: config edits, case folding,
+// and a real TLS ClientHello to feed the proxy or the parser.
 #pragma once
 
 #include <openssl/ssl.h>
 
+#include <cctype>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -13,6 +14,11 @@ namespace vaultgate::test {
 inline std::string replace_all(std::string s, const std::string& from, const std::string& to) {
     for (std::size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size())
         s.replace(pos, from.size(), to);
+    return s;
+}
+
+inline std::string ascii_lower(std::string s) {
+    for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return s;
 }
 

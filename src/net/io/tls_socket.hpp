@@ -4,11 +4,11 @@
 // into a queue that goes out with one send() per write, or per three records
 // of a long one (tls_output.hpp).
 // Asio's ssl::stream puts a BIO pair and two record-sized buffers in between
-// (about 70 KiB per stream, and a copy each way); here an idle connection holds
-// only OpenSSL's state: its owner calls release_buffers() before it waits for a
-// peer that is quiet. (SSL_MODE_RELEASE_BUFFERS would do that after every
-// record, at the price of an allocation and a free per record on busy
-// connections.)
+// (memory per stream, and a copy each way: docs/benchmarks.md); here an idle
+// connection holds only OpenSSL's state: its owner calls release_buffers()
+// before it waits for a peer that is quiet. (SSL_MODE_RELEASE_BUFFERS would do
+// that after every record, at the price of an allocation and a free per record
+// on busy connections.)
 //
 // The operations follow Asio's stream concepts (async_read_some /
 // async_write_some with any completion token), so asio::async_write and the
@@ -55,11 +55,9 @@ public:
         return try_io(false, const_cast<void*>(data), size, ec);
     }
 
-    // Up to three full records (16 KiB of plaintext each) per send(): a
-    // download forwards what each read brought (one to four records), and
-    // made 35 sends per MiB with this instead of 64, for about 4% less CPU.
-    // Four records measured worse: their send no longer fits loopback's
-    // 64 KiB segments.
+    // Up to three full records (16 KiB of plaintext each) per send(): fewer
+    // sends per download, and still within one 64 KiB loopback segment
+    // (docs/benchmarks.md, "Numbers behind the code").
     static constexpr std::size_t send_batch_bytes = 40 * 1024;
 
     // Frees OpenSSL's record buffers unless they hold data; they come back on

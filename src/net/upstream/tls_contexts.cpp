@@ -92,7 +92,7 @@ void configure_client_facing_context(ssl::context& ctx) {
     SSL_CTX_set_mode(native, SSL_MODE_NO_AUTO_CHAIN);
     SSL_CTX_set_default_read_buffer_len(native, record_read_buffer_bytes);
     // Resumption for TLS 1.3 clients only, with one stateless ticket (a client
-    // that resumes needs one; minting it costs about 6% of a handshake). A TLS
+    // that resumes needs one; minting it costs each handshake: docs/benchmarks.md). A TLS
     // 1.3 resumption runs a fresh key exchange (without SSL_OP_ALLOW_NO_DHE_KEX
     // OpenSSL accepts no PSK alone), so the ticket key, which lives as long as
     // the process, cannot open a recorded connection. A TLS 1.2 resumption has

@@ -1,3 +1,4 @@
+#include "temp_dir.hpp"
 #include "vaultgate/config/config.hpp"
 
 #include <gtest/gtest.h>
@@ -545,17 +546,14 @@ TEST(ConfigTest, LoadMissingFileNamesThePath) {
 }
 
 TEST(ConfigTest, LoadFileErrorsUseItsPath) {
-    const auto dir = std::filesystem::temp_directory_path() / ("vaultgate_cfg_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir);
-    const auto file = (dir / "bad.yaml").string();
-    std::ofstream(file) << "log:\n  level: loud\n";
+    test::TempDir dir;
+    const auto file = dir.write("bad.yaml", "log:\n  level: loud\n");
     try {
         load_config_file(file);
         ADD_FAILURE() << "no error";
     } catch (const ConfigError& e) {
         EXPECT_EQ(std::string(e.what()).rfind(file + ":2:10: log.level:", 0), 0u) << e.what();
     }
-    std::filesystem::remove_all(dir);
 }
 
 struct DurationCase {

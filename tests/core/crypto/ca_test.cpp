@@ -1,16 +1,15 @@
 // The CA is checked the way a TLS client would: leaves are verified with
 // OpenSSL's own chain builder against a store holding only our CA.
 #include "temp_dir.hpp"
+#include "test_pki.hpp"
 #include "vaultgate/crypto/ca.hpp"
 
 #include <gtest/gtest.h>
 
-#include <openssl/bio.h>
 #include <openssl/ec.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/obj_mac.h>
-#include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
@@ -32,6 +31,8 @@ namespace {
 namespace fs = std::filesystem;
 
 using test::TempDir;
+using test::write_pem_files;
+using test::write_rsa_ca_files;
 
 void write_text(const std::string& path, const std::string& text) {
     std::ofstream(path, std::ios::binary) << text;
@@ -349,14 +350,7 @@ TEST_F(CaTest, LoadErrorsNameTheFile) {
 TEST_F(CaTest, LoadRefusesALeafAsCa) {
     TempDir tmp;
     auto leaf = ca().mint("leaf.example.com");
-    {
-        std::unique_ptr<BIO, decltype(&BIO_free_all)> bio(BIO_new_file(tmp.file("leaf.pem").c_str(), "w"),
-                                                          BIO_free_all);
-        PEM_write_bio_X509(bio.get(), leaf->cert.get());
-        std::unique_ptr<BIO, decltype(&BIO_free_all)> kbio(BIO_new_file(tmp.file("leaf-key.pem").c_str(), "w"),
-                                                           BIO_free_all);
-        PEM_write_bio_PrivateKey(kbio.get(), leaf->key.get(), nullptr, nullptr, 0, nullptr, nullptr);
-    }
+    write_pem_files(leaf->cert.get(), leaf->key.get(), tmp.file("leaf.pem"), tmp.file("leaf-key.pem"));
     try {
         CertificateAuthority::load(tmp.file("leaf.pem"), tmp.file("leaf-key.pem"));
         FAIL() << "a leaf was accepted as a CA";
@@ -368,34 +362,7 @@ TEST_F(CaTest, LoadRefusesALeafAsCa) {
 TEST_F(CaTest, LoadsAnRsaCa) {
     // Operators may bring their own CA; the leaves stay P-256 regardless.
     TempDir tmp;
-    EVP_PKEY* rsa = EVP_RSA_gen(2048);
-    ASSERT_NE(rsa, nullptr);
-    X509* cert = X509_new();
-    X509_set_version(cert, X509_VERSION_3);
-    ASN1_INTEGER_set(X509_get_serialNumber(cert), 7);
-    X509_gmtime_adj(X509_getm_notBefore(cert), -60);
-    X509_gmtime_adj(X509_getm_notAfter(cert), 86400);
-    X509_NAME* name = X509_get_subject_name(cert);
-    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>("rsa ca"), -1, -1,
-                               0);
-    X509_set_issuer_name(cert, name);
-    X509_set_pubkey(cert, rsa);
-    X509V3_CTX ctx;
-    X509V3_set_ctx(&ctx, cert, cert, nullptr, nullptr, 0);
-    X509_EXTENSION* ext = X509V3_EXT_nconf_nid(nullptr, &ctx, NID_basic_constraints, "critical,CA:TRUE");
-    X509_add_ext(cert, ext, -1);
-    X509_EXTENSION_free(ext);
-    ASSERT_GT(X509_sign(cert, rsa, EVP_sha256()), 0);
-    {
-        std::unique_ptr<BIO, decltype(&BIO_free_all)> bio(BIO_new_file(tmp.file("ca.pem").c_str(), "w"),
-                                                          BIO_free_all);
-        PEM_write_bio_X509(bio.get(), cert);
-        std::unique_ptr<BIO, decltype(&BIO_free_all)> kbio(BIO_new_file(tmp.file("ca-key.pem").c_str(), "w"),
-                                                           BIO_free_all);
-        PEM_write_bio_PrivateKey(kbio.get(), rsa, nullptr, nullptr, 0, nullptr, nullptr);
-    }
-    X509_free(cert);
-    EVP_PKEY_free(rsa);
+    write_rsa_ca_files(tmp, "rsa ca");
 
     auto rsa_ca = CertificateAuthority::load(tmp.file("ca.pem"), tmp.file("ca-key.pem"));
     auto leaf = rsa_ca->mint("rsa.example.com");

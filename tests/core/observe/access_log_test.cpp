@@ -1,3 +1,4 @@
+#include "temp_dir.hpp"
 #include "vaultgate/observe/access_log.hpp"
 
 #include <gtest/gtest.h>
@@ -8,7 +9,6 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <stdexcept>
@@ -17,8 +17,8 @@
 namespace vaultgate {
 namespace {
 
-namespace fs = std::filesystem;
 using namespace std::chrono;
+using test::TempDir;
 
 // 2026-11-29T19:00:00.123Z
 system_clock::time_point spec_instant() {
@@ -49,12 +49,6 @@ std::vector<std::string> keys_of(const std::string& line) {
     std::vector<std::string> keys;
     for (const auto& [k, v] : j.items()) keys.push_back(k);
     return keys;
-}
-
-std::string temp_path(const char* name) {
-    std::string tmpl = (fs::temp_directory_path() / "vaultgate-log-XXXXXX").string();
-    if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    return (fs::path(tmpl) / name).string();
 }
 
 std::vector<std::string> read_lines(const std::string& path) {
@@ -175,7 +169,8 @@ TEST(AccessLogTest, InvalidUtf8DoesNotThrow) {
 }
 
 TEST(AccessLogTest, FileSinkAppendsLines) {
-    const auto path = temp_path("access.log");
+    TempDir dir;
+    const auto path = dir.file("access.log");
     {
         std::ofstream(path) << "previous line\n";
     }
@@ -196,7 +191,6 @@ TEST(AccessLogTest, FileSinkAppendsLines) {
     EXPECT_EQ(lines[1], to_json_line(spec_entry()));
     EXPECT_EQ(nlohmann::json::parse(lines[2])["status"], 502);
     EXPECT_EQ(lines[3], to_json_line(spec_entry()));
-    fs::remove_all(fs::path(path).parent_path());
 }
 
 TEST(AccessLogTest, LineMatchesWhatAJsonLibraryWouldWrite) {
@@ -213,7 +207,8 @@ TEST(AccessLogTest, LineMatchesWhatAJsonLibraryWouldWrite) {
 }
 
 TEST(AccessLogTest, ALineReachesTheFileWithinTheFlushIntervalWithoutAnotherWrite) {
-    const auto path = temp_path("batched.log");
+    TempDir dir;
+    const auto path = dir.file("batched.log");
     AccessLog log(path, 10, std::chrono::milliseconds(20));
     log.write(spec_entry());
     // No further write and no flush() call: the background flush must deliver it.
@@ -222,11 +217,11 @@ TEST(AccessLogTest, ALineReachesTheFileWithinTheFlushIntervalWithoutAnotherWrite
     auto lines = read_lines(path);
     ASSERT_EQ(lines.size(), 1u);
     EXPECT_EQ(lines[0], to_json_line(spec_entry()));
-    fs::remove_all(fs::path(path).parent_path());
 }
 
 TEST(AccessLogTest, ASinkThatFallsBehindDropsAndCountsLinesInsteadOfGrowing) {
-    const auto path = temp_path("capped.log");
+    TempDir dir;
+    const auto path = dir.file("capped.log");
     const auto one_line = to_json_line(spec_entry()).size() + 1;
     {
         // Room for two lines, and a flush interval long enough that none is written meanwhile.
@@ -236,7 +231,6 @@ TEST(AccessLogTest, ASinkThatFallsBehindDropsAndCountsLinesInsteadOfGrowing) {
         EXPECT_EQ(log.recent(10).size(), 5u);  // the admin API still sees them all
     }
     EXPECT_EQ(read_lines(path).size(), 2u);
-    fs::remove_all(fs::path(path).parent_path());
 }
 
 TEST(AccessLogTest, LinesAFullDiskRefusesAreCountedAsLost) {
@@ -289,12 +283,12 @@ TEST(AccessLogTest, ASlowButSteadyNonBlockingPipeLosesNothing) {
 }
 
 TEST(AccessLogTest, NewFileIsNotWorldReadable) {
-    const auto path = temp_path("fresh.log");
+    TempDir dir;
+    const auto path = dir.file("fresh.log");
     { AccessLog log(path); }
     struct stat st{};
     ASSERT_EQ(::stat(path.c_str(), &st), 0);
     EXPECT_EQ(st.st_mode & 0007, 0u);
-    fs::remove_all(fs::path(path).parent_path());
 }
 
 TEST(AccessLogTest, UnopenablePathThrowsNamingIt) {
@@ -307,7 +301,8 @@ TEST(AccessLogTest, UnopenablePathThrowsNamingIt) {
 }
 
 TEST(AccessLogTest, RingIsBoundedAndNewestLast) {
-    const auto path = temp_path("ring.log");
+    TempDir dir;
+    const auto path = dir.file("ring.log");
     AccessLog log(path, 3);
     for (int i = 1; i <= 5; ++i) {
         auto e = spec_entry();
@@ -323,11 +318,11 @@ TEST(AccessLogTest, RingIsBoundedAndNewestLast) {
     EXPECT_EQ(two[0].status, 204);
     EXPECT_EQ(two[1].status, 205);
     EXPECT_TRUE(log.recent(0).empty());
-    fs::remove_all(fs::path(path).parent_path());
 }
 
 TEST(AccessLogTest, ConcurrentWritesKeepLinesWhole) {
-    const auto path = temp_path("concurrent.log");
+    TempDir dir;
+    const auto path = dir.file("concurrent.log");
     {
         AccessLog log(path, 50);
         std::vector<std::thread> threads;
@@ -341,7 +336,6 @@ TEST(AccessLogTest, ConcurrentWritesKeepLinesWhole) {
     auto lines = read_lines(path);
     ASSERT_EQ(lines.size(), 400u);
     for (const auto& line : lines) ASSERT_EQ(line, to_json_line(spec_entry()));
-    fs::remove_all(fs::path(path).parent_path());
 }
 
 }  // namespace

@@ -83,29 +83,11 @@ TEST_F(MitmTest, InjectsExactlyOneKeyReplacingEveryVariant) {
 
 TEST_F(MitmTest, AnIntermediateCaIsSentWithTheLeafSoAClientTrustingOnlyTheRootVerifies) {
     // A root and an intermediate signed by it, as a company PKI would issue.
-    const auto root_key = dir_.file("root-key.pem"), root = dir_.file("root.pem");
-    const auto inter_key = dir_.file("inter-key.pem"), inter_csr = dir_.file("inter.csr"), inter = dir_.file("inter.pem");
-    const auto ext = dir_.file("inter-ext.cnf");
-    {
-        std::ofstream out(ext);
-        out << "basicConstraints=critical,CA:TRUE,pathlen:0\nkeyUsage=critical,keyCertSign,cRLSign\n"
-               "subjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n";
-    }
-    const std::vector<std::vector<std::string>> steps = {
-        {"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout",
-         root_key, "-out", root, "-days", "2", "-subj", "/CN=vaultgate test root", "-addext",
-         "basicConstraints=critical,CA:TRUE,pathlen:1", "-addext", "keyUsage=critical,keyCertSign,cRLSign"},
-        {"openssl", "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout",
-         inter_key, "-out", inter_csr, "-subj", "/CN=vaultgate test intermediate"},
-        {"openssl", "x509", "-req", "-in", inter_csr, "-CA", root, "-CAkey", root_key, "-CAcreateserial", "-days", "2",
-         "-extfile", ext, "-out", inter},
-    };
-    for (const auto& step : steps) {
-        auto res = run_command(step);
-        ASSERT_EQ(res.exit_code, 0) << res.err;
-    }
+    const auto chain = write_root_and_intermediate_ca(dir_);
+    const auto& root = chain.root_cert;
     auto config = base_config(dir_, pki_, bound_.port(), other_.port());
-    for (auto [from, to] : {std::pair{pki_.proxy_ca_cert, inter}, std::pair{pki_.proxy_ca_key, inter_key}}) {
+    for (auto [from, to] : {std::pair{pki_.proxy_ca_cert, chain.intermediate_cert},
+                            std::pair{pki_.proxy_ca_key, chain.intermediate_key}}) {
         auto at = config.find(from);
         ASSERT_NE(at, std::string::npos);
         config.replace(at, from.size(), to);
