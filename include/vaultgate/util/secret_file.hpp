@@ -8,12 +8,16 @@
 //
 // What surrounds the secret is the caller's decision (`Whitespace`):
 // - credential files (config `file:` sources): drop_line_ending;
-// - the CLI's --value-file and stdin value: drop_line_ending;
+// - the CLI's credential value (--value-file or stdin): drop_line_ending;
+// - the bootstrap env object on stdin: keep (it is JSON);
 // - store.master_key_file: keep (exactly 32 raw bytes, a newline is a 33rd);
 // - the systemd credential master-key: keep; the caller drops one line ending
 //   itself when it reads the text as base64;
-// - admin token files: keep; validation::normalise_admin_token then trims all
-//   whitespace around the token.
+// - admin token files (admin.token_file, --token-file): keep;
+//   validation::normalise_admin_token then trims all whitespace around the
+//   token.
+// Credential files and the master key must be regular files; admin token
+// files and the CLI's inputs may also be pipes ("--value-file <(pass x)").
 #include <cstddef>
 #include <stdexcept>
 #include <string>
@@ -28,8 +32,7 @@ enum class Whitespace {
 struct SecretFileRules {
     std::size_t max_bytes = 0;       // a longer file is refused (too_large)
     Whitespace whitespace = Whitespace::keep;
-    // A FIFO or a device could block or never end, so files a server reads
-    // must be regular. The CLI also takes a pipe ("--value-file <(pass x)").
+    // A FIFO or a device could block or never end; false takes them anyway.
     bool regular_file_only = true;
 };
 
