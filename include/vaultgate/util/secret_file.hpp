@@ -56,7 +56,8 @@ private:
     std::string reason_;
 };
 
-// The content of `path` under `rules`. Throws SecretFileError.
+// The content of `path` under `rules`. Throws SecretFileError. The caller
+// wipes the result (wipe_string) or moves it into a Secret.
 std::string read_secret_file(const std::string& path, const SecretFileRules& rules);
 
 // The same for an open descriptor (stdin), read to its end; `name` stands for
