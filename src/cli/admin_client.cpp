@@ -1,5 +1,6 @@
 #include "cli/admin_client.hpp"
 
+#include "vaultgate/credentials/admin_token.hpp"
 #include "vaultgate/credentials/bootstrap_env.hpp"
 #include "vaultgate/util/encoding.hpp"
 #include "vaultgate/credentials/validation.hpp"
@@ -388,16 +389,6 @@ AdminResponse read_response(Connection& conn, std::string_view method) {
 
 }  // namespace
 
-std::string read_token_file(const std::string& path, std::string_view what) {
-    std::string token = read_file_wiping(path, what);
-    // One reading for the server and the CLI, so both agree on the token.
-    if (auto why = validation::normalise_admin_token(token)) {
-        wipe_string(token);
-        throw UsageError(std::string(what) + " " + path + " " + *why);
-    }
-    return token;
-}
-
 AdminClient::AdminClient(AdminEndpoint endpoint, std::optional<Secret> token)
     : endpoint_(std::move(endpoint)), token_(std::move(token)) {}
 
@@ -448,7 +439,7 @@ AdminClient admin_client_from(const CommandLine& command_line) {
             token_file = env;
     std::optional<Secret> token;
     if (token_file) {
-        std::string text = read_token_file(*token_file, "token file");
+        std::string text = read_admin_token_file(*token_file, "token file");
         token.emplace(std::move(text));
         wipe_string(text);
     }
@@ -495,38 +486,31 @@ int report_api_errors(const std::function<int()>& command) {
 
 // ---- secrets on the way through ---------------------------------------------
 
-std::string read_all_wiping(int fd, std::string_view what) {
-    std::string data;
-    data.reserve(4096);
-    char chunk[4096];
-    for (;;) {
-        ssize_t n = ::read(fd, chunk, sizeof chunk);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) {
-            int err = errno;
-            wipe_string(data);
-            OPENSSL_cleanse(chunk, sizeof chunk);
-            throw std::runtime_error("reading " + std::string(what) + ": " + std::strerror(err));
-        }
-        if (n == 0) break;
-        auto got = static_cast<std::size_t>(n);
-        if (data.size() + got > data.capacity()) {
-            std::string bigger;
-            bigger.reserve(2 * (data.size() + got));
-            bigger.append(data);
-            wipe_string(data);
-            data.swap(bigger);
-        }
-        data.append(chunk, got);
+namespace {
+
+// Far above what the admin API takes (1 MiB bodies); it only stops an endless
+// source such as /dev/zero.
+constexpr std::size_t max_input_bytes = std::size_t{64} << 20;
+
+}  // namespace
+
+std::string read_all_wiping(int fd, std::string_view what, Whitespace whitespace) {
+    try {
+        return read_secret_fd(fd, std::string(what), {max_input_bytes, whitespace, /*regular_file_only=*/false});
+    } catch (const SecretFileError& e) {
+        throw std::runtime_error("reading " + std::string(what) + ": " + e.reason());
     }
-    OPENSSL_cleanse(chunk, sizeof chunk);
-    return data;
 }
 
-std::string read_file_wiping(const std::string& path, std::string_view what) {
-    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (fd.get() < 0) throw UsageError(std::string(what) + " " + path + ": " + std::strerror(errno));
-    return read_all_wiping(fd.get(), std::string(what) + " " + path);
+std::string read_file_wiping(const std::string& path, std::string_view what, Whitespace whitespace) {
+    const std::string where = std::string(what) + " " + path;
+    try {
+        // Not only regular files: "--value-file <(pass show x)" is a pipe.
+        return read_secret_file(path, {max_input_bytes, whitespace, /*regular_file_only=*/false});
+    } catch (const SecretFileError& e) {
+        if (e.problem() == SecretFileError::Problem::read) throw std::runtime_error("reading " + where + ": " + e.reason());
+        throw UsageError(where + ": " + e.reason());
+    }
 }
 
 std::string credential_body(std::string_view name, const Secret& value) {

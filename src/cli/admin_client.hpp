@@ -6,6 +6,7 @@
 #include "cli/commands.hpp"
 #include "vaultgate/util/encoding.hpp"  // percent_encode for path segments and query values
 #include "vaultgate/util/secret.hpp"
+#include "vaultgate/util/secret_file.hpp"  // Whitespace
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -130,20 +131,14 @@ private:
     std::string& s_;
 };
 
-// Reads to end of file. Grows by copying into a larger buffer and wiping the
-// old one, so no partial copy of a secret is left behind in freed memory.
-// Throws std::runtime_error on a read error.
-std::string read_all_wiping(int fd, std::string_view what);
+// Reads to end of file through util/secret_file.hpp (a wiped buffer, no copy
+// left in freed memory), with the whitespace rule the caller names. Throws
+// std::runtime_error on a read error.
+std::string read_all_wiping(int fd, std::string_view what, Whitespace whitespace);
 
-// The whole file, read as read_all_wiping does; a UsageError naming `what`
-// and the path when it cannot be opened.
-std::string read_file_wiping(const std::string& path, std::string_view what);
-
-// The admin token file (the server's admin.token_file, or the CLI's
-// --token-file), read through a wiped buffer and checked as
-// validation::normalise_admin_token says; a UsageError naming `what` and the
-// path (never the token) when it is unreadable or unusable.
-std::string read_token_file(const std::string& path, std::string_view what);
+// The whole file, read as read_all_wiping does (a pipe is fine too); a
+// UsageError naming `what` and the path when it cannot be opened.
+std::string read_file_wiping(const std::string& path, std::string_view what, Whitespace whitespace);
 
 // {"name":NAME,"value":VALUE}, or {"value":VALUE} when name is empty, built in
 // one reserved buffer. The caller wipes it after sending.

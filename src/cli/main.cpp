@@ -1,5 +1,6 @@
 // vaultgate: an egress gateway that keeps API keys out of sandboxes.
 #include "cli/commands.hpp"
+#include "vaultgate/credentials/admin_token.hpp"
 #include "vaultgate/mem/block_cache.hpp"
 
 #include <cstdio>
@@ -45,6 +46,10 @@ int main(int argc, char** argv) {
         print_usage(true);
         return 2;
     } catch (const UsageError& e) {
+        std::fprintf(stderr, "vaultgate %s: %s\n", command.c_str(), e.what());
+        return 2;
+    } catch (const vaultgate::AdminTokenError& e) {
+        // The token file given is wrong: a usage error like the others.
         std::fprintf(stderr, "vaultgate %s: %s\n", command.c_str(), e.what());
         return 2;
     } catch (const std::exception& e) {

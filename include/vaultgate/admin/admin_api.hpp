@@ -11,7 +11,7 @@
 #include "vaultgate/state/gateway_state.hpp"
 #include "vaultgate/observe/metrics.hpp"
 #include "vaultgate/util/secret.hpp"
-#include "vaultgate/vault/store.hpp"
+#include "vaultgate/state/store.hpp"
 
 #include <chrono>
 #include <cstddef>

@@ -148,8 +148,8 @@ Secret read_credential_value(const CommandLine& cl) {
     bool from_stdin = !file || *file == "-";
     if (from_stdin && ::isatty(STDIN_FILENO))
         std::fprintf(stderr, "vaultgate: reading the value from stdin; end it with Ctrl-D\n");
-    std::string value = from_stdin ? read_all_wiping(STDIN_FILENO, "stdin") : read_file_wiping(*file, "--value-file");
-    value.resize(without_line_ending(value).size());
+    std::string value = from_stdin ? read_all_wiping(STDIN_FILENO, "stdin", Whitespace::drop_line_ending)
+                                   : read_file_wiping(*file, "--value-file", Whitespace::drop_line_ending);
     if (value.empty()) {
         wipe_string(value);
         throw UsageError(from_stdin ? "the credential value on stdin is empty"

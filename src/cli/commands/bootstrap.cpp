@@ -392,7 +392,7 @@ int bootstrap_command(const Args& args) {
 
     if (::isatty(STDIN_FILENO))
         std::fprintf(stderr, "vaultgate bootstrap: reading the env object (JSON) from stdin; end it with Ctrl-D\n");
-    std::string input = read_all_wiping(STDIN_FILENO, "stdin");
+    std::string input = read_all_wiping(STDIN_FILENO, "stdin", Whitespace::keep);
     std::optional<EnvList> parsed;
     {
         ScopedWipe wipe_input(input);

@@ -1,6 +1,6 @@
 // `vaultgate serve` and `vaultgate check-config`: load the config, build the
 // state, run the server, and turn signals into reloads and drains.
-#include "cli/admin_client.hpp"  // read_token_file
+#include "vaultgate/credentials/admin_token.hpp"
 #include "cli/commands.hpp"
 #include "vaultgate/app/sd_notify.hpp"
 #include "vaultgate/admin/admin_api.hpp"
@@ -70,7 +70,7 @@ std::string read_file(const std::string& path, const std::string& what) {
 // The admin token file, read as the CLI reads it.
 std::optional<std::string> read_admin_token(const Config& config) {
     if (!config.admin_token_file) return std::nullopt;
-    return read_token_file(*config.admin_token_file, "admin.token_file");
+    return read_admin_token_file(*config.admin_token_file, "admin.token_file");
 }
 
 // Adapts the listener's parsed call to the admin API and back.

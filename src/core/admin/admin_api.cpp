@@ -9,6 +9,8 @@
 #include "vaultgate/config/json_codec.hpp"
 #include "vaultgate/config/service_binding.hpp"
 #include "vaultgate/credentials/validation.hpp"
+#include "vaultgate/crypto/digest.hpp"
+#include "vaultgate/crypto/ids.hpp"
 
 #include <nlohmann/json.hpp>
 

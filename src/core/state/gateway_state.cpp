@@ -1,18 +1,13 @@
 // The snapshot the proxy decides with, and the reading of credential values
 // that turns a Config into one.
 #include "vaultgate/state/gateway_state.hpp"
-#include "vaultgate/util/unique_fd.hpp"
+#include "vaultgate/util/secret_file.hpp"
 #include "vaultgate/credentials/bootstrap_env.hpp"  // placeholder_for
 #include "vaultgate/credentials/validation.hpp"
 
-#include <cerrno>
 #include <cstdlib>
-#include <cstring>
-#include <fcntl.h>
 #include <limits>
 #include <set>
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace vaultgate {
 
@@ -22,40 +17,6 @@ namespace {
 // device) from being read into memory whole. The value itself must then pass
 // validation::check_credential_value (16 KiB).
 constexpr std::size_t max_credential_file_bytes = 64 * 1024;
-
-using Fd = UniqueFd;
-
-// Reads a credential file into `out`. On failure returns the reason. The
-// buffer is sized once up front, so no reallocation leaves an unwiped copy.
-std::optional<std::string> read_secret_file(const std::string& path, std::string& out) {
-    Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
-    if (fd.get() < 0) return std::string(std::strerror(errno));
-    struct stat st {};
-    if (::fstat(fd.get(), &st) != 0) return std::string(std::strerror(errno));
-    // A FIFO or a device could block or never end.
-    if (!S_ISREG(st.st_mode)) return std::string("not a regular file");
-
-    std::string buf(max_credential_file_bytes + 1, '\0');
-    std::size_t got = 0;
-    while (got < buf.size()) {
-        const ssize_t n = ::read(fd.get(), buf.data() + got, buf.size() - got);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            const std::string reason = std::strerror(errno);
-            wipe_string(buf);
-            return reason;
-        }
-        if (n == 0) break;
-        got += static_cast<std::size_t>(n);
-    }
-    if (got > max_credential_file_bytes) {
-        wipe_string(buf);
-        return "larger than " + std::to_string(max_credential_file_bytes) + " bytes";
-    }
-    out.assign(without_line_ending(std::string_view(buf.data(), got)));
-    wipe_string(buf);
-    return std::nullopt;
-}
 
 std::string source_prefix(const Config& config) {
     return config.source_path.empty() ? std::string() : config.source_path + ": ";
@@ -76,9 +37,11 @@ Vault build_vault(const Config& config, std::size_t index, std::vector<std::stri
             if (const char* v = std::getenv(src.ref.c_str())) value = v;
         } else {
             origin = "file " + src.ref;
-            if (auto err = read_secret_file(src.ref, value)) {
+            try {
+                value = read_secret_file(src.ref, {max_credential_file_bytes, Whitespace::drop_line_ending});
+            } catch (const SecretFileError& e) {
                 throw ConfigError(source_prefix(config) + "vaults[" + std::to_string(index) + "].credentials." + name +
-                                  ": cannot read " + src.ref + ": " + *err);
+                                  ": cannot read " + src.ref + ": " + e.reason());
             }
         }
         if (value.empty()) {

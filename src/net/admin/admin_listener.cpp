@@ -7,7 +7,7 @@
 #include "net/proxy/proxy_responses.hpp"
 #include "vaultgate/observe/diag_log.hpp"
 #include "vaultgate/util/encoding.hpp"
-#include "vaultgate/vault/store.hpp"
+#include "vaultgate/crypto/digest.hpp"
 
 #include <sys/stat.h>
 

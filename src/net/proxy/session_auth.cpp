@@ -2,7 +2,7 @@
 
 #include "net/upstream/dialer.hpp"
 #include "vaultgate/util/encoding.hpp"
-#include "vaultgate/vault/store.hpp"
+#include "vaultgate/crypto/digest.hpp"
 
 #include <optional>
 

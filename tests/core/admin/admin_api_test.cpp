@@ -3,6 +3,8 @@
 // each test none of them may hold any credential value used in it.
 #include "temp_dir.hpp"
 #include "vaultgate/admin/admin_api.hpp"
+#include "vaultgate/crypto/digest.hpp"
+#include "vaultgate/vault/store.hpp"
 
 #include <gtest/gtest.h>
 

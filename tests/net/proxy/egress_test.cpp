@@ -2,7 +2,7 @@
 // proof (canary listeners) that refused targets never saw a connection.
 #include "harness.hpp"
 #include "test_text.hpp"
-#include "vaultgate/vault/store.hpp"
+#include "vaultgate/crypto/digest.hpp"
 
 #include <gtest/gtest.h>
 
