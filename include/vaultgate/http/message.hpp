@@ -93,6 +93,9 @@ bool is_hop_by_hop(std::string_view name);
 // The tokens of every Connection header, lower-cased, in order.
 std::vector<std::string> connection_tokens(const std::vector<Header>& headers);
 
+// Whether `name` is among `tokens` (connection_tokens), in any letter case.
+bool listed_in(const std::vector<std::string>& tokens, std::string_view name);
+
 // Whether the peer asked to close after this message (Connection: close, or 1.0 without keep-alive).
 bool wants_close(const std::vector<Header>& headers, int version_minor);
 

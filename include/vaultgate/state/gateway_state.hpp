@@ -47,6 +47,9 @@ struct Session {
     std::optional<Cidr> source;
 
     bool expired_at(std::chrono::system_clock::time_point now) const { return expires_at && now >= *expires_at; }
+    // A session pinned to a source admits only clients inside it; an address
+    // that could not be read is inside none.
+    bool admits(const std::optional<IpAddress>& client) const { return !source || (client && source->contains(*client)); }
 };
 
 // One bound service that matches a destination, with what injection needs.
@@ -91,6 +94,13 @@ public:
 
     const Session* find_session(std::string_view id) const;
     const Session* default_session_ptr() const;
+    // The session still exists and has not expired (checked per request on
+    // long-lived connections, between the sweeps that close expired sessions).
+    const Session* active_session(std::string_view id, std::chrono::system_clock::time_point now) const;
+    // The listener's default session, for a client that names none, when it
+    // is unexpired and its source rule admits the client.
+    const Session* default_session_for(const std::optional<IpAddress>& client,
+                                       std::chrono::system_clock::time_point now) const;
 
     // Bound services of the session's vaults that cover (host, port), in vault
     // order. Path prefixes are not looked at here (see bindings_for_request).

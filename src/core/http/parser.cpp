@@ -399,6 +399,12 @@ std::vector<std::string> connection_tokens(const std::vector<Header>& headers) {
     return tokens;
 }
 
+bool listed_in(const std::vector<std::string>& tokens, std::string_view name) {
+    for (const auto& t : tokens)
+        if (iequals(t, name)) return true;
+    return false;
+}
+
 bool wants_close(const std::vector<Header>& headers, int version_minor) {
     if (has_connection_token(headers, "close")) return true;
     return version_minor == 0 && !has_connection_token(headers, "keep-alive");

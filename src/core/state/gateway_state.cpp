@@ -193,6 +193,17 @@ const Session* GatewayState::default_session_ptr() const {
     return default_session ? find_session(*default_session) : nullptr;
 }
 
+const Session* GatewayState::active_session(std::string_view id, std::chrono::system_clock::time_point now) const {
+    const Session* s = find_session(id);
+    return s && !s->expired_at(now) ? s : nullptr;
+}
+
+const Session* GatewayState::default_session_for(const std::optional<IpAddress>& client,
+                                                 std::chrono::system_clock::time_point now) const {
+    const Session* s = default_session_ptr();
+    return s && !s->expired_at(now) && s->admits(client) ? s : nullptr;
+}
+
 std::vector<Binding> GatewayState::bindings_for(const Session& s, std::string_view host, std::uint16_t port) const {
     std::vector<Binding> out;
     for (const auto& vault_name : s.vault_names) {
@@ -251,7 +262,7 @@ const Session* GatewayState::session_for_source(const std::optional<IpAddress>& 
     const Session* best = nullptr;
     bool tied = false;
     for (const auto& [id, s] : sessions) {
-        if (!s.source || !client || !s.source->contains(*client) || s.expired_at(now)) continue;
+        if (!s.source || !s.admits(client) || s.expired_at(now)) continue;
         const int rank = v6_range(*s.source).prefix_len;
         if (!best || rank > v6_range(*best->source).prefix_len) {
             best = &s;
@@ -263,10 +274,7 @@ const Session* GatewayState::session_for_source(const std::optional<IpAddress>& 
     // A client inside two equal ranges belongs to neither more than the other.
     if (tied) return nullptr;
     if (best) return best;
-    const Session* fallback = default_session_ptr();
-    if (!fallback || fallback->expired_at(now)) return nullptr;
-    if (fallback->source && !(client && fallback->source->contains(*client))) return nullptr;
-    return fallback;
+    return default_session_for(client, now);
 }
 
 bool same_source_range(const Cidr& a, const Cidr& b) {

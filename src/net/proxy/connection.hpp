@@ -3,6 +3,8 @@
 #include "net/upstream/runtime.hpp"
 #include "net/io/watchdog.hpp"
 #include "vaultgate/egress/host.hpp"
+#include "vaultgate/http/message.hpp"
+#include "vaultgate/state/gateway_state.hpp"
 
 #include <memory>
 #include <optional>
@@ -25,6 +27,20 @@ double ms_since(clock::time_point start);
 // time, session and client, what was asked for where, and how long since start.
 AccessLogEntry access_entry(const ClientContext& ctx, std::string_view ingress, std::string_view method,
                             const Authority& dest, clock::time_point start);
+
+// What one request's access-log line says besides the connection's fields.
+struct RequestLine {
+    const RequestHead* request = nullptr;  // method and target; null: a head that could not be read
+    const Binding* binding = nullptr;      // names the vault and service
+    int status = 0;
+    std::string_view reason;
+    std::uint64_t bytes_up = 0;
+    std::uint64_t bytes_down = 0;
+};
+
+// Records the line of a request to `dest` received at `start`.
+void record_request(const ClientContext& ctx, std::string_view ingress, const Authority& dest,
+                    clock::time_point start, const RequestLine& line);
 
 // Logs a request that could not be read (a broken request line or head, a
 // target that is no proxy request) as denied, `malformed_request`, with none

@@ -1,13 +1,14 @@
 #pragma once
-// One request/response exchange with an origin, shared by the MITM path (TLS on
-// both sides) and plain http:// forwarding (TCP on both sides): send the
-// re-serialised head and the body, read the response head, rewrite its framing
-// for the client, and stream the body back. The caller has already validated
-// the request and built `wire`; this part only moves bytes.
+// The forward step of the pipeline for an HTTP/1.1 client (pipeline.hpp),
+// shared by the MITM path (TLS on both sides) and plain http:// forwarding (TCP
+// on both sides): send the re-serialised head and the body, read the response
+// head, rewrite its framing for the client, and stream the body back. The
+// request was decided and `wire` built before; this part only moves bytes, and
+// a failure becomes the result's refusal, which the pipeline answers.
 #include "net/io/http_io.hpp"
-#include "net/proxy/proxy_responses.hpp"
 #include "net/io/splice.hpp"
 #include "vaultgate/config/config.hpp"
+#include "vaultgate/state/request_plan.hpp"
 #include "vaultgate/http/message.hpp"
 #include "vaultgate/credentials/redact.hpp"
 #include "vaultgate/util/secret.hpp"
@@ -65,12 +66,6 @@ private:
     }
 };
 
-inline bool listed_in(const std::vector<std::string>& tokens, std::string_view name) {
-    for (const auto& t : tokens)
-        if (iequals(t, name)) return true;
-    return false;
-}
-
 // Informational (1xx) responses the origin may send before its final one: past
 // this, an origin that never stops sending them is cut off with a 502.
 inline constexpr int max_informational_responses = 32;
@@ -94,16 +89,6 @@ std::optional<std::string> serialize_for_client(ResponseHead& head, const Redact
 std::optional<std::string> informational_for_client(ResponseHead& info, int client_version_minor,
                                                     const Redactor* redactor);
 
-// What the exchange needs to know about the request it forwards.
-struct ExchangeRequest {
-    const RequestHead* client_head;   // the client's method and version (a summary: no headers)
-    BodyFraming framing;              // of the client's body
-    bool expect_continue = false;     // the client waits for 100 before its body
-    bool websocket = false;           // an Upgrade: websocket the upstream may accept
-    bool client_close = false;        // the client asked to close after this exchange
-    Redactor* redactor = nullptr;     // redact_response: scrub the secret from the response
-};
-
 // Passes each body piece through the redactor before the writer; holds back at
 // most the redactor's window, so a secret split across reads is still caught.
 template <class Stream>
@@ -125,8 +110,9 @@ struct RedactingWriter {
 };
 
 struct ExchangeResult {
-    int status = 0;                  // what the client got (ours or the origin's); 0 = nothing
-    std::string reason;              // log reason on failure, empty on success
+    int status = 0;                  // what the client got from the origin; 0 = nothing
+    std::string_view reason;         // log reason when the exchange broke off, empty on success
+    Refusal refusal;                 // set: the exchange failed and the client is still owed this reply
     std::uint64_t bytes_up = 0;
     std::uint64_t bytes_down = 0;
     bool keep_client = false;        // the client connection can take another request
@@ -136,7 +122,7 @@ struct ExchangeResult {
 
 // The two streams and their buffers, plus how to (re)connect the upstream.
 // `connect(reused, result)` makes sure an upstream is open; when it cannot, it
-// answers the client itself, sets result.status and result.reason, and returns false.
+// sets result.refusal and returns false.
 template <class Client, class Upstream>
 struct ExchangeIo {
     Client& client;
@@ -147,30 +133,20 @@ struct ExchangeIo {
     const Limits& limits;
     std::function<awaitable<bool>(bool& reused, ExchangeResult& result)> connect;
     std::function<void()> drop_upstream;
-    std::string_view origin_name;    // "the bound origin" / "the destination", for error pages
     std::string& write_buffer;       // the client connection's, for BodyWriter
 };
 
-template <class Client, class Upstream>
-awaitable<void> reply_error(ExchangeIo<Client, Upstream>& io, int status, std::string_view code, std::string_view message) {
-    co_await write_all(io.client, error_response(status, code, message, true), io.watchdog, io.limits.idle_timeout);
-}
-
 // The one ending of an exchange that fails with the upstream in an unknown
-// state: the upstream is closed, the client gets `status` with `code`, and
-// the log gets `reason`.
+// state: the upstream is closed and the client is owed the refusal.
 template <class Client, class Upstream>
-awaitable<void> fail_exchange(ExchangeIo<Client, Upstream>& io, ExchangeResult& result, int status,
-                              std::string_view code, std::string_view message, std::string_view reason) {
+void fail_exchange(ExchangeIo<Client, Upstream>& io, ExchangeResult& result, Refusal refusal) {
     io.drop_upstream();
-    co_await reply_error(io, status, code, message);
-    result.status = status;
-    result.reason = std::string(reason);
+    result.refusal = std::move(refusal);
 }
 
 // Sends `wire` (wiped afterwards: it may hold the secret) and the request body.
 template <class Client, class Upstream>
-awaitable<bool> send_request(ExchangeIo<Client, Upstream>& io, std::string& wire, const ExchangeRequest& req,
+awaitable<bool> send_request(ExchangeIo<Client, Upstream>& io, std::string& wire, const RequestPlan& req,
                              ExchangeResult& result) {
     bool has_body = req.framing.kind != BodyKind::none;
     // A chunked body that is already malformed in what arrived with the head is
@@ -180,9 +156,7 @@ awaitable<bool> send_request(ExchangeIo<Client, Upstream>& io, std::string& wire
         std::string scratch;
         if (probe.feed(io.client_buf.view(), scratch).status == ChunkedDecoder::Status::error) {
             wipe_string(wire);
-            co_await reply_error(io, 400, "bad_chunked_body", probe.error());
-            result.status = 400;
-            result.reason = "bad_chunked_body";
+            result.refusal = refusal(400, "bad_chunked_body", std::string(probe.error()));
             co_return false;
         }
     }
@@ -205,9 +179,7 @@ awaitable<bool> send_request(ExchangeIo<Client, Upstream>& io, std::string& wire
     }
     wipe_string(wire);
     if (write_error) {
-        co_await fail_exchange(io, result, 502, "upstream_write_failed",
-            "the origin closed the connection",
-            "upstream_write_failed");
+        fail_exchange(io, result, refusal(502, "upstream_write_failed", "the origin closed the connection"));
         co_return false;
     }
     if (!has_body) co_return true;
@@ -229,23 +201,17 @@ awaitable<bool> send_request(ExchangeIo<Client, Upstream>& io, std::string& wire
     if (body.outcome != BodyOutcome::ok) {
         // Abort without the final chunk: the origin never sees a complete request.
         io.drop_upstream();
-        if (body.outcome == BodyOutcome::invalid) {
-            co_await reply_error(io, 400, "bad_chunked_body", body.error);
-            result.status = 400;
-            result.reason = "bad_chunked_body";
-        } else if (body.outcome == BodyOutcome::timed_out) {
-            co_await reply_error(io, 408, "request_timeout", "the request body stalled");
-            result.status = 408;
-            result.reason = "request_timeout";
-        } else {
+        if (body.outcome == BodyOutcome::invalid)
+            result.refusal = refusal(400, "bad_chunked_body", std::move(body.error));
+        else if (body.outcome == BodyOutcome::timed_out)
+            result.refusal = refusal(408, "request_timeout", "the request body stalled");
+        else {
             result.reason = "client_aborted";
         }
         co_return false;
     }
     if (chunked && co_await write_all(*io.upstream, last_chunk, io.watchdog, io.limits.idle_timeout)) {
-        co_await fail_exchange(io, result, 502, "upstream_write_failed",
-            "the origin closed the connection",
-            "upstream_write_failed");
+        fail_exchange(io, result, refusal(502, "upstream_write_failed", "the origin closed the connection"));
         co_return false;
     }
     co_return true;
@@ -267,8 +233,8 @@ awaitable<BodyResult> read_response_body(ExchangeIo<Client, Upstream>& io, const
 
 // Reads the origin's response and streams it to the client.
 template <class Client, class Upstream>
-awaitable<void> relay_response(ExchangeIo<Client, Upstream>& io, const ExchangeRequest& req, bool draining,
-                               ExchangeResult& result) {
+awaitable<void> relay_response(ExchangeIo<Client, Upstream>& io, const RequestPlan& req, Redactor* redactor,
+                               bool draining, ExchangeResult& result) {
     auto sent_at = clock::now();
     ResponseHead resp;
     int informational = 0;
@@ -277,22 +243,22 @@ awaitable<void> relay_response(ExchangeIo<Client, Upstream>& io, const ExchangeR
         auto outcome = co_await read_head(*io.upstream, io.upstream_buf, resp, parse_response_head, HeadLimits{},
                                           io.watchdog, {io.limits.response_timeout, io.limits.response_timeout}, parsed);
         if (outcome != HeadOutcome::ok) {
-            bool timed_out = outcome == HeadOutcome::timed_out;
-            io.drop_upstream();
-            if (timed_out) co_await reply_error(io, 504, "upstream_timeout", "the origin did not answer in time");
-            else co_await reply_error(io, 502, "bad_upstream_response", "the origin sent no valid HTTP response");
-            result.status = timed_out ? 504 : 502;
-            result.reason = timed_out ? "upstream_timeout" : "bad_upstream_response";
+            if (outcome == HeadOutcome::timed_out)
+                fail_exchange(io, result, refusal(504, "upstream_timeout", "the origin did not answer in time"));
+            else
+                fail_exchange(io, result,
+                              refusal(502, "bad_upstream_response", "the origin sent no valid HTTP response"));
             co_return;
         }
         if (resp.status >= 100 && resp.status < 200 && resp.status != 101) {
             if (++informational > max_informational_responses) {
-                co_await fail_exchange(io, result, 502, "bad_upstream_response",
-                    "the origin sent too many informational (1xx) responses",
-                    "too_many_informational_responses");
+                fail_exchange(io, result,
+                              refusal(502, "bad_upstream_response",
+                                      "the origin sent too many informational (1xx) responses",
+                                      "too_many_informational_responses"));
                 co_return;
             }
-            if (auto info = informational_for_client(resp, req.client_head->version_minor, req.redactor))
+            if (auto info = informational_for_client(resp, req.summary.version_minor, redactor))
                 co_await write_all(io.client, *info, io.watchdog, io.limits.idle_timeout);
             resp = ResponseHead{};
             continue;
@@ -304,9 +270,7 @@ awaitable<void> relay_response(ExchangeIo<Client, Upstream>& io, const ExchangeR
 
     if (resp.status == 101) {
         if (!req.websocket) {
-            co_await fail_exchange(io, result, 502, "bad_upstream_response",
-                "unexpected protocol switch",
-                "unexpected_101");
+            fail_exchange(io, result, refusal(502, "bad_upstream_response", "unexpected protocol switch", "unexpected_101"));
             co_return;
         }
         ResponseHead out = resp;
@@ -332,27 +296,27 @@ awaitable<void> relay_response(ExchangeIo<Client, Upstream>& io, const ExchangeR
         co_return;
     }
 
-    auto rframing = response_framing(resp, req.client_head->method);
+    auto rframing = response_framing(resp, req.summary.method);
     if (!rframing.framing) {
-        co_await fail_exchange(io, result, 502, "bad_upstream_response",
-            "the origin's response framing is invalid",
-            "bad_upstream_framing");
+        fail_exchange(io, result,
+                      refusal(502, "bad_upstream_response", "the origin's response framing is invalid",
+                              "bad_upstream_framing"));
         co_return;
     }
     const auto& rf = *rframing.framing;
-    if (req.redactor) {
+    if (redactor) {
         // A compressed body cannot be scanned; refusing beats passing it unscanned.
         if (!content_coding_is_identity(resp)) {
-            co_await fail_exchange(io, result, 502, "compressed_response_refused",
-                "the origin sent a compressed response to a redacted service",
-                "compressed_response_refused");
+            fail_exchange(io, result,
+                          refusal(502, "compressed_response_refused",
+                                  "the origin sent a compressed response to a redacted service"));
             co_return;
         }
     }
     bool upstream_close = rf.kind == BodyKind::until_close || wants_close(resp.headers, resp.version_minor);
-    bool client_http10 = req.client_head->version_minor == 0;
+    bool client_http10 = req.summary.version_minor == 0;
     // Redaction changes the body's length, so a Content-Length cannot be kept.
-    bool length_changes = req.redactor && rf.kind == BodyKind::content_length;
+    bool length_changes = redactor && rf.kind == BodyKind::content_length;
     bool unframed = rf.kind == BodyKind::until_close || length_changes;
     // An unframed body is re-chunked for HTTP/1.1 clients so their connection survives it.
     bool rechunk = rf.kind == BodyKind::chunked || (unframed && !client_http10);
@@ -371,11 +335,11 @@ awaitable<void> relay_response(ExchangeIo<Client, Upstream>& io, const ExchangeR
         out.headers.push_back({"Content-Length", std::to_string(rf.length)});
     else if (rechunk) out.headers.push_back({"Transfer-Encoding", "chunked"});
     if (close_after) out.headers.push_back({"Connection", "close"});
-    auto head_text = serialize_for_client(out, req.redactor);
+    auto head_text = serialize_for_client(out, redactor);
     if (!head_text) {
-        co_await fail_exchange(io, result, 502, "unredactable_response",
-            "the origin's response head holds the credential in a form that cannot be redacted",
-            "unredactable_response");
+        fail_exchange(io, result,
+                      refusal(502, "unredactable_response",
+                              "the origin's response head holds the credential in a form that cannot be redacted"));
         co_return;
     }
     result.status = resp.status;
@@ -388,14 +352,14 @@ awaitable<void> relay_response(ExchangeIo<Client, Upstream>& io, const ExchangeR
     // back the first bytes of a body.
     const bool body_is_here = !io.upstream_buf.empty() || rf.kind == BodyKind::none ||
                               (rf.kind == BodyKind::content_length && rf.length == 0);
-    if ((!body_is_here || req.redactor) && co_await to_client.send_head()) {
+    if ((!body_is_here || redactor) && co_await to_client.send_head()) {
         io.drop_upstream();
         result.reason = "client_gone";
         co_return;
     }
     BodyResult body;
-    if (req.redactor) {
-        RedactingWriter<Client> redacting{&to_client, req.redactor, {}};
+    if (redactor) {
+        RedactingWriter<Client> redacting{&to_client, redactor, {}};
         body = co_await read_response_body(io, rf, std::ref(redacting));
         if (body.outcome == BodyOutcome::ok && co_await redacting.finish()) body.outcome = BodyOutcome::sink_error;
     } else {
@@ -413,16 +377,5 @@ awaitable<void> relay_response(ExchangeIo<Client, Upstream>& io, const ExchangeR
     result.keep_upstream = !upstream_close;
     result.keep_client = !close_after;
 }
-
-// Request headers that pass to the origin: end-to-end fields only, with the
-// framing set from the parsed body and Host first. Expect is consumed here.
-struct OutgoingHead {
-    RequestHead head;
-    bool expect_continue = false;
-    bool bad_expect = false;
-};
-
-OutgoingHead build_outgoing_head(RequestHead&& client_head, std::string origin_form, std::string host_header,
-                                 const BodyFraming& framing, bool websocket, bool strip_accept_encoding);
 
 }  // namespace vaultgate::net

@@ -8,14 +8,12 @@
 #include "net/io/tls_socket.hpp"
 #include "net/upstream/dialer.hpp"
 #include "net/io/http_io.hpp"
+#include "net/proxy/pipeline.hpp"
 #include "net/proxy/proxy_responses.hpp"
-#include "net/proxy/exchange.hpp"
-#include "net/proxy/session_auth.hpp"
 #include "net/upstream/tls_contexts.hpp"
 #include "net/upstream/upstream_pool.hpp"
 #include "vaultgate/mem/block_cache.hpp"
 #include "vaultgate/observe/diag_log.hpp"
-#include "vaultgate/credentials/inject.hpp"
 
 #include <optional>
 
@@ -23,62 +21,11 @@ namespace vaultgate::net {
 
 namespace {
 
-std::string_view path_of(std::string_view target) {
-    auto end = target.find_first_of("?#");
-    return end == std::string_view::npos ? target : target.substr(0, end);
-}
-
-bool is_websocket_upgrade(const RequestHead& req, const std::vector<std::string>& options) {
-    auto upgrade = req.get("upgrade");
-    return upgrade && iequals(*upgrade, "websocket") && listed_in(options, "upgrade") && req.method == "GET";
-}
-
-// Outcome of validating one request against the tunnel's destination.
-struct TargetCheck {
-    int status = 0;              // 0 = fine
-    std::string code;
-    std::string message;
-    std::string origin_form;
-};
-
-TargetCheck check_target(const RequestHead& req, const Authority& dest) {
-    TargetCheck out;
-    auto host = req.get("host");
-    if (!host) return {400, "missing_host", "the request has no Host header", {}};
-    auto parsed = parse_authority(*host, 443);
-    if (!parsed) return {400, "bad_host", "the Host header is not a valid host[:port]", {}};
-    if (parsed.authority->host != dest.host || parsed.authority->port != dest.port)
-        return {421, "misdirected_request", "the Host header names another host than the CONNECT target", {}};
-
-    std::string_view target = req.target;
-    if (req.method == "CONNECT") return {405, "method_not_allowed", "CONNECT inside a tunnel is not allowed", {}};
-    if (target == "*") {
-        if (req.method != "OPTIONS") return {400, "bad_target", "'*' is only valid with OPTIONS", {}};
-        out.origin_form = "*";
-        return out;
-    }
-    if (!target.empty() && target.front() == '/') {
-        out.origin_form = std::string(target);
-        return out;
-    }
-    constexpr std::string_view https = "https://";
-    if (target.size() > https.size() && iequals(target.substr(0, https.size()), https)) {
-        auto rest = target.substr(https.size());
-        auto slash = rest.find_first_of("/?#");
-        auto authority = parse_authority(rest.substr(0, slash), 443);
-        if (!authority || authority.authority->host != dest.host || authority.authority->port != dest.port)
-            return {421, "misdirected_request", "the absolute-form target names another host than the CONNECT target", {}};
-        if (slash == std::string_view::npos) out.origin_form = "/";
-        else if (rest[slash] == '/') out.origin_form = std::string(rest.substr(slash));
-        else out.origin_form = "/" + std::string(rest.substr(slash));
-        return out;
-    }
-    return {400, "bad_target", "the request target must be origin-form or https:// absolute-form", {}};
-}
-
 // Responses (downloads) are read in pieces of up to four TLS records.
 constexpr std::size_t upstream_read_size = 64 * 1024;
 
+// The MITM session is the pipeline's front (pipeline.hpp) for the requests
+// of its tunnel: HTTP/1.1 over TLS on both sides.
 class MitmSession {
 public:
     MitmSession(ClientContext ctx, tcp::socket client, Authority dest)
@@ -88,7 +35,10 @@ public:
           dest_(std::move(dest)),
           client_(std::move(client), rt_.client_facing_tls),
           client_buf_(16384),
-          upstream_buf_(upstream_read_size) {
+          upstream_buf_(upstream_read_size),
+          io_{client_, client_buf_, upstream_, upstream_buf_, *ctx_.watchdog, limits_,
+              [this](bool& reused, ExchangeResult& r) { return ensure_upstream(reused, r); },
+              [this] { drop_upstream(); }, write_buffer_} {
         head_limits_ = request_head_limits(limits_);
         pool_key_ = UpstreamPool::key(ctx_.session_id, dest_.host, dest_.port);
     }
@@ -98,11 +48,29 @@ public:
 
     awaitable<void> run();
 
+    // The front's side of the pipeline.
+    awaitable<HeadOutcome> read_request(RequestHead& req, ParseResult& parsed);
+    Refusal head_read(HeadOutcome outcome, const ParseResult& parsed);
+    std::shared_ptr<const GatewayState> snapshot() { return rt_.snapshot(); }
+    Decision decide(const GatewayState& state, RequestHead&& req) {
+        return decide_bound_request(state, ctx_.session_id, dest_, std::move(req), std::chrono::system_clock::now());
+    }
+    awaitable<void> send_refusal(const Refusal& refusal);
+    awaitable<bool> send_request(const RequestPlan& plan, std::string& wire, ExchangeResult& result) {
+        policy_ = &plan.session->policy;
+        return net::send_request(io_, wire, plan, result);
+    }
+    awaitable<void> relay_response(const RequestPlan& plan, Redactor* redactor, ExchangeResult& result) {
+        return net::relay_response(io_, plan, redactor, rt_.draining.load(std::memory_order_relaxed), result);
+    }
+    void forward_done(const ExchangeResult& result) {
+        upstream_reusable_ = upstream_.has_value() && result.keep_upstream;
+    }
+    void log(const RequestLine& line) { record_request(ctx_, "mitm", dest_, request_start_, line); }
+
 private:
     awaitable<bool> handshake();
-    // Handles one request; false means close the client connection.
-    awaitable<bool> serve_one();
-    awaitable<bool> ensure_upstream(const Session& session, bool& reused, ExchangeResult& result);
+    awaitable<bool> ensure_upstream(bool& reused, ExchangeResult& result);
     void drop_upstream();
     // Hands the upstream connection to the pool, or closes it when it cannot
     // serve another request; `client_stays` lends it (UpstreamPool::give).
@@ -110,10 +78,6 @@ private:
     void stop_lending();
     void shed_idle_memory();
     awaitable<bool> wait_while_idle();
-    awaitable<void> reply(std::string response);
-    void log_request(const RequestHead& req, int status, const Binding* binding, std::string_view reason);
-
-    ExchangeIo<tls_stream, tls_stream> exchange_io(const Session& session);
 
     ClientContext ctx_;
     Runtime& rt_;
@@ -126,11 +90,11 @@ private:
     ReadBuffer client_buf_;
     ReadBuffer upstream_buf_;
     std::string write_buffer_;  // body pieces framed for the client or the origin (BodyWriter)
+    ExchangeIo<tls_stream, tls_stream> io_;
+    const EgressPolicy* policy_ = nullptr;  // the current request's session's, for dialling
     HeadLimits head_limits_;
     std::string pool_key_;  // this session's upstream connections to dest_
     clock::time_point request_start_;
-    std::uint64_t bytes_up_ = 0;
-    std::uint64_t bytes_down_ = 0;
     bool first_request_ = true;
 };
 
@@ -145,22 +109,9 @@ void MitmSession::drop_upstream() {
     upstream_buf_.consume(upstream_buf_.size());
 }
 
-awaitable<void> MitmSession::reply(std::string response) {
-    co_await write_all(client_, response, *ctx_.watchdog, limits_.idle_timeout);
-}
-
-void MitmSession::log_request(const RequestHead& req, int status, const Binding* binding, std::string_view reason) {
-    auto e = access_entry(ctx_, "mitm", req.method, dest_, request_start_);
-    if (binding && binding->vault) {
-        e.vault = binding->vault->name;
-        e.service = binding->service->id;
-    }
-    e.set_path(req.target.empty() ? std::string_view("/") : std::string_view(req.target));
-    e.status = status;
-    e.bytes_up = bytes_up_;
-    e.bytes_down = bytes_down_;
-    e.reason = std::string(reason);
-    rt_.record(e);
+awaitable<void> MitmSession::send_refusal(const Refusal& refusal) {
+    const std::string reply = refusal_response(refusal, dest_);
+    co_await write_all(client_, reply, *ctx_.watchdog, limits_.idle_timeout);
 }
 
 awaitable<bool> MitmSession::handshake() {
@@ -178,7 +129,7 @@ awaitable<bool> MitmSession::handshake() {
     co_return true;
 }
 
-awaitable<bool> MitmSession::ensure_upstream(const Session& session, bool& reused, ExchangeResult& result) {
+awaitable<bool> MitmSession::ensure_upstream(bool& reused, ExchangeResult& result) {
     reused = upstream_.has_value();
     if (upstream_) co_return true;
     auto pooled = this_thread_upstream_pool().take(pool_key_);
@@ -190,30 +141,21 @@ awaitable<bool> MitmSession::ensure_upstream(const Session& session, bool& reuse
         co_return true;
     }
     tcp::socket socket(client_.get_executor());
-    auto dialed = co_await dial_checked(rt_, session.policy, dest_, socket, *ctx_.watchdog);
+    auto dialed = co_await dial_checked(rt_, *policy_, dest_, socket, *ctx_.watchdog);
     if (!dialed.ok()) {
-        if (dialed.denied != DenyReason::none) {
-            result.status = 403;
-            result.reason = std::string(deny_reason_name(dialed.denied));
-            co_await reply(denied_response(dialed.denied, dest_));
-        } else if (dialed.timed_out) {
-            result.status = 504;
-            result.reason = "upstream_timeout";
-            co_await reply(error_response(504, "upstream_timeout", "the bound origin did not answer in time", true));
-        } else {
-            result.status = 502;
-            result.reason = "upstream_unreachable";
-            co_await reply(error_response(502, "upstream_unreachable", "cannot connect to the bound origin", true));
-        }
+        if (dialed.denied != DenyReason::none)
+            result.refusal = denial(dialed.denied);
+        else if (dialed.timed_out)
+            result.refusal = refusal(504, "upstream_timeout", "the bound origin did not answer in time");
+        else
+            result.refusal = refusal(502, "upstream_unreachable", "cannot connect to the bound origin");
         co_return false;
     }
     upstream_.emplace(std::move(socket), rt_.upstream_tls);
     ctx_.watchdog->watch(upstream_->next_layer());
-    result.status = 502;
-    result.reason = "upstream_tls_failed";
     if (!expect_upstream_identity(*upstream_, dest_)) {
         drop_upstream();
-        co_await reply(error_response(502, "upstream_tls_failed", "cannot set up TLS to the bound origin", true));
+        result.refusal = refusal(502, "upstream_tls_failed", "cannot set up TLS to the bound origin");
         co_return false;
     }
     ctx_.watchdog->arm(limits_.connect_timeout);
@@ -224,172 +166,36 @@ awaitable<bool> MitmSession::ensure_upstream(const Session& session, bool& reuse
         log_warn("mitm: TLS to " + format_authority(dest_) + " failed: " +
                  (verify != X509_V_OK ? std::string(X509_verify_cert_error_string(verify)) : ec.message()));
         drop_upstream();
-        if (timed_out) {
-            result.status = 504;
-            result.reason = "upstream_timeout";
-        }
         if (timed_out)
-            co_await reply(error_response(504, "upstream_timeout", "the TLS handshake with the bound origin timed out", true));
+            result.refusal = refusal(504, "upstream_timeout", "the TLS handshake with the bound origin timed out");
         else
-            co_await reply(error_response(502, "upstream_tls_failed",
-                                          "the bound origin's certificate did not verify against upstream.ca_file",
-                                          true));
+            result.refusal = refusal(502, "upstream_tls_failed",
+                                     "the bound origin's certificate did not verify against upstream.ca_file");
         co_return false;
     }
-    result.status = 0;
-    result.reason.clear();
     co_return true;
 }
 
-awaitable<bool> MitmSession::serve_one() {
-    RequestHead req;
-    ParseResult parsed;
+awaitable<HeadOutcome> MitmSession::read_request(RequestHead& req, ParseResult& parsed) {
     HeadTimeouts timeouts{first_request_ ? limits_.header_timeout : limits_.idle_timeout, limits_.header_timeout};
     if (!first_request_ && client_buf_.empty()) timeouts.first_byte = limits_.header_timeout;  // waited in run()
     first_request_ = false;
     ctx_.watchdog->set_idle(client_buf_.empty());
-    auto outcome = co_await read_head(client_, client_buf_, req, parse_request_head, head_limits_, *ctx_.watchdog,
-                                      timeouts, parsed);
-    ctx_.watchdog->set_idle(false);
-    request_start_ = clock::now();
-    bytes_up_ = bytes_down_ = 0;
-    switch (outcome) {
-    case HeadOutcome::ok: break;
-    case HeadOutcome::invalid:
-        co_await reply(error_response(parsed.http_status, "bad_request", parsed.reason, true));
-        // A head that failed to parse is not logged field by field.
-        log_request(RequestHead{}, parsed.http_status, nullptr, "invalid_request");
-        co_return false;
-    case HeadOutcome::timed_out:
-        if (!client_buf_.empty()) {
-            co_await reply(error_response(408, "request_timeout", "the request head did not arrive in time", true));
-        }
-        co_return false;
-    default: co_return false;
-    }
-
-    auto framing = request_framing(req);
-    if (!framing.framing) {
-        co_await reply(error_response(400, "bad_framing", framing.reason, true));
-        log_request(req, 400, nullptr, "bad_framing");
-        co_return false;
-    }
-    auto target = check_target(req, dest_);
-    if (target.status != 0) {
-        co_await reply(error_response(target.status, target.code, target.message, true));
-        log_request(req, target.status, nullptr, target.code);
-        co_return false;
-    }
-    if (req.method == "TRACE" || req.method == "TRACK") {
-        co_await reply(error_response(405, "method_not_allowed", "TRACE and TRACK are refused on bound hosts", true));
-        log_request(req, 405, nullptr, "method_not_allowed");
-        co_return false;
-    }
-
-    // The state current now: a rotated credential applies from this request on.
-    auto state = rt_.snapshot();
-    const Session* session = active_session(*state, ctx_.session_id);
-    if (!session) {
-        co_await reply(proxy_auth_required_response());
-        log_request(req, 407, nullptr, "session_gone");
-        co_return false;
-    }
-    auto chosen = state->binding_for_request(*session, dest_.host, dest_.port, path_of(target.origin_form));
-    if (chosen.coverage == Coverage::unclear_path) {
-        // Forwarded as it is, it might reach a covered path; the credential is never risked on it.
-        co_await reply(denied_response(DenyReason::path_not_covered, dest_));
-        log_request(req, 403, nullptr, "path_not_covered");
-        co_return false;
-    }
-    if (chosen.coverage == Coverage::tied) {
-        co_await reply(error_response(503, "binding_conflict",
-                                      "two bound services of this session match the request equally", true));
-        log_request(req, 503, nullptr, "binding_conflict");
-        co_return false;
-    }
-    auto& binding = chosen.binding;
-    if (binding && !binding->secret) {
-        co_await reply(error_response(503, "credential_missing",
-                                      "the vault has no value for this service's credential", true));
-        log_request(req, 503, &*binding, "credential_missing");
-        co_return false;
-    }
-
-    // Re-serialise from parsed fields: only end-to-end headers pass.
-    auto tokens = connection_tokens(req.headers);
-    ExchangeRequest exchange;
-    exchange.framing = *framing.framing;
-    const bool redact = binding && binding->service->config.redact_response;
-    // A spliced WebSocket cannot be scanned, so redacted services get no upgrade.
-    exchange.websocket = !redact && is_websocket_upgrade(req, tokens);
-    std::optional<Redactor> redactor;
-    if (redact && binding->service->redaction) {
-        redactor.emplace(binding->service->redaction);
-        exchange.redactor = &*redactor;
-    } else if (redact) {
-        co_await reply(error_response(502, "redaction_unavailable",
-                                      "the credential also occurs in its redaction placeholder, so responses "
-                                      "cannot be redacted",
-                                      true));
-        log_request(req, 502, &*binding, "redaction_unavailable");
-        co_return false;
-    }
-    exchange.client_close = wants_close(req.headers, req.version_minor);
-    // The outgoing head takes the client's headers over; the log line and the
-    // response framing need only these fields of the request.
-    RequestHead summary;
-    summary.method = req.method;
-    summary.target = req.target;
-    summary.version_minor = req.version_minor;
-    exchange.client_head = &summary;
-    auto outgoing = build_outgoing_head(std::move(req), target.origin_form,
-                                        format_authority(dest_, dest_.port != 443), exchange.framing,
-                                        exchange.websocket, redact);
-    if (outgoing.bad_expect) {
-        co_await reply(error_response(417, "expectation_failed", "only 100-continue is supported", true));
-        log_request(summary, 417, nullptr, "expectation_failed");
-        co_return false;
-    }
-    exchange.expect_continue = outgoing.expect_continue;
-    RequestHead& up = outgoing.head;
-    if (binding) {
-        bool injected = true;
-        try {
-            inject_credential(up, binding->service->config.auth, *binding->secret);
-        } catch (const std::invalid_argument&) {
-            injected = false;
-        }
-        if (injected) rt_.metrics.injection(binding->vault->name, binding->service->id);
-        if (!injected) {
-            // A credential with CR/LF/NUL would split the head: refuse, name nothing.
-            for (auto& h : up.headers) wipe_string(h.value);
-            co_await reply(error_response(502, "credential_unusable",
-                                          "the vault's credential cannot be sent in an HTTP header", true));
-            log_request(summary, 502, &*binding, "credential_unusable");
-            co_return false;
-        }
-    }
-    std::string wire = serialize_request_head(up);
-    for (auto& h : up.headers) wipe_string(h.value);
-    wipe_string(up.target);
-
-    auto io = exchange_io(*session);
-    ExchangeResult result;
-    if (co_await send_request(io, wire, exchange, result))
-        co_await relay_response(io, exchange, rt_.draining.load(std::memory_order_relaxed), result);
-    bytes_up_ = result.bytes_up;
-    bytes_down_ = result.bytes_down;
-    upstream_reusable_ = upstream_.has_value() && result.keep_upstream;
-    if (result.upstream_seconds > 0) rt_.metrics.upstream_latency(std::chrono::duration<double>(result.upstream_seconds));
-    log_request(summary, result.status, binding ? &*binding : nullptr, result.reason);
-    co_return result.keep_client;
+    return read_head(client_, client_buf_, req, parse_request_head, head_limits_, *ctx_.watchdog, timeouts, parsed);
 }
 
-ExchangeIo<tls_stream, tls_stream> MitmSession::exchange_io(const Session& session) {
-    return ExchangeIo<tls_stream, tls_stream>{
-        client_, client_buf_, upstream_, upstream_buf_, *ctx_.watchdog, limits_,
-        [this, &session](bool& reused, ExchangeResult& r) { return ensure_upstream(session, reused, r); },
-        [this] { drop_upstream(); }, "the bound origin", write_buffer_};
+Refusal MitmSession::head_read(HeadOutcome outcome, const ParseResult& parsed) {
+    ctx_.watchdog->set_idle(false);
+    request_start_ = clock::now();
+    // A head that failed to parse is not logged field by field.
+    if (outcome == HeadOutcome::invalid)
+        return refusal(parsed.http_status, "bad_request", parsed.reason, "invalid_request");
+    if (outcome == HeadOutcome::timed_out && !client_buf_.empty()) {
+        Refusal late = refusal(408, "request_timeout", "the request head did not arrive in time");
+        late.logged = false;
+        return late;
+    }
+    return {};
 }
 
 // A healthy upstream connection goes to the thread's pool when the client
@@ -425,7 +231,7 @@ void MitmSession::shed_idle_memory() {
     upstream_buf_.release_if_empty();
 }
 
-// Waits, between requests, for the client's next bytes (outside serve_one's
+// Waits, between requests, for the client's next bytes (outside the request's
 // large frame). A client that comes back within a short linger finds its
 // buffers as it left them, so a busy keep-alive connection allocates nothing
 // per request; after the linger the connection sheds what it can. False when
@@ -451,10 +257,10 @@ awaitable<void> MitmSession::run() {
     ctx_.watchdog->watch(client_.next_layer());
     if (co_await handshake()) {
         // A drain ends keep-alive connections after the request in flight.
-        while (co_await serve_one() && !rt_.draining.load(std::memory_order_relaxed)) {
+        while (co_await serve_request(*this, rt_) && !rt_.draining.load(std::memory_order_relaxed)) {
             // A pipelined request goes on at once, on the same upstream
             // connection. Otherwise the connection waits here, outside
-            // serve_one's large frame, and its upstream connection waits in
+            // the request's large frame, and its upstream connection waits in
             // the pool: a burst of clients shares a few instead of each
             // holding its own.
             if (client_buf_.empty() && !SSL_has_pending(client_.native_handle())) {

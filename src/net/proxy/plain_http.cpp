@@ -5,7 +5,7 @@
 #include "net/proxy/plain_http.hpp"
 
 #include "net/upstream/dialer.hpp"
-#include "net/proxy/exchange.hpp"
+#include "net/proxy/pipeline.hpp"
 #include "net/io/http_io.hpp"
 #include "net/proxy/proxy_responses.hpp"
 
@@ -35,49 +35,90 @@ awaitable<void> answer(ClientContext& ctx, tcp::socket& client, std::string resp
     client.shutdown(tcp::socket::shutdown_send, ignored);
 }
 
-struct PlainUpstream {
-    ClientContext& ctx;
-    tcp::socket& client;
-    const EgressPolicy& policy;
-    const Authority& dest;
-    std::optional<tcp::socket>& upstream;
-    std::optional<tcp::endpoint> required;
+// The pipeline's front (pipeline.hpp) for the one request of a plain
+// connection: HTTP/1.1 over TCP on both sides.
+class PlainFront {
+public:
+    PlainFront(ClientContext& ctx, tcp::socket& client, ReadBuffer& buf, std::shared_ptr<const GatewayState> state,
+               Authority dest, std::string origin_form, clock::time_point start,
+               std::optional<tcp::endpoint> required)
+        : ctx_(ctx),
+          client_(client),
+          state_(std::move(state)),
+          dest_(std::move(dest)),
+          origin_form_(std::move(origin_form)),
+          start_(start),
+          required_(required),
+          upstream_buf_(16384),
+          io_{client, buf, upstream_, upstream_buf_, *ctx.watchdog, ctx.rt->config.limits,
+              [this](bool& reused, ExchangeResult& r) { return connect(reused, r); }, [this] { drop(); },
+              write_buffer_} {}
+    PlainFront(const PlainFront&) = delete;
+    PlainFront& operator=(const PlainFront&) = delete;
 
+    std::shared_ptr<const GatewayState> snapshot() { return state_; }
+    Decision decide(const GatewayState& state, RequestHead&& req) {
+        return decide_plain_request(state, *state.find_session(ctx_.session_id), dest_, std::move(origin_form_),
+                                    std::move(req));
+    }
+    awaitable<void> send_refusal(const Refusal& refusal) {
+        co_await answer(ctx_, client_, refusal_response(refusal, dest_));
+    }
+    awaitable<bool> send_request(const RequestPlan& plan, std::string& wire, ExchangeResult& result) {
+        policy_ = &plan.session->policy;
+        return net::send_request(io_, wire, plan, result);
+    }
+    awaitable<void> relay_response(const RequestPlan& plan, Redactor* redactor, ExchangeResult& result) {
+        return net::relay_response(io_, plan, redactor, true, result);
+    }
+    void forward_done(const ExchangeResult&) { drop(); }
+    void log(const RequestLine& line) {
+        // A destination refused by the policy or at the address check is a denial, like any other.
+        record_request(ctx_, line.status == 403 ? "denied" : "http", dest_, start_, line);
+    }
+
+private:
     awaitable<bool> connect(bool& reused, ExchangeResult& result) {
-        reused = upstream.has_value();
-        if (upstream) co_return true;
-        tcp::socket socket(client.get_executor());
-        auto dialed = co_await dial_checked(*ctx.rt, policy, dest, socket, *ctx.watchdog, required);
+        reused = upstream_.has_value();
+        if (upstream_) co_return true;
+        tcp::socket socket(client_.get_executor());
+        auto dialed = co_await dial_checked(*ctx_.rt, *policy_, dest_, socket, *ctx_.watchdog, required_);
         if (dialed.denied != DenyReason::none) {
-            result.status = 403;
-            result.reason = std::string(deny_reason_name(dialed.denied));
-            co_await write_all(client, denied_response(dialed.denied, dest), *ctx.watchdog,
-                               ctx.rt->config.limits.idle_timeout);
+            result.refusal = denial(dialed.denied);
             co_return false;
         }
         if (!dialed.ok()) {
-            result.status = dialed.timed_out ? 504 : 502;
-            result.reason = dialed.timed_out ? "upstream_timeout" : "upstream_unreachable";
-            // Built before the co_await: GCC 12 destroys a conditional's temporary
-            // twice across a suspension point.
-            auto reply = dialed.timed_out
-                             ? error_response(504, "upstream_timeout", "the destination did not answer in time", true)
-                             : error_response(502, "upstream_unreachable", "cannot connect to the destination", true);
-            co_await write_all(client, reply, *ctx.watchdog, ctx.rt->config.limits.idle_timeout);
+            if (dialed.timed_out)
+                result.refusal = refusal(504, "upstream_timeout", "the destination did not answer in time");
+            else
+                result.refusal = refusal(502, "upstream_unreachable", "cannot connect to the destination");
             co_return false;
         }
-        upstream.emplace(std::move(socket));
-        ctx.watchdog->watch(*upstream);
+        upstream_.emplace(std::move(socket));
+        ctx_.watchdog->watch(*upstream_);
         co_return true;
     }
 
     void drop() {
-        if (!upstream) return;
-        ctx.watchdog->unwatch(*upstream);
+        if (!upstream_) return;
+        ctx_.watchdog->unwatch(*upstream_);
         error_code ignored;
-        upstream->close(ignored);
-        upstream.reset();
+        upstream_->close(ignored);
+        upstream_.reset();
     }
+
+    ClientContext& ctx_;
+    tcp::socket& client_;
+    std::shared_ptr<const GatewayState> state_;
+    Authority dest_;
+    std::string origin_form_;
+    clock::time_point start_;
+    std::optional<tcp::endpoint> required_;
+    const EgressPolicy* policy_ = nullptr;
+    std::optional<tcp::socket> upstream_;
+    ReadBuffer upstream_buf_;
+    std::string write_buffer_;  // one exchange per connection here
+    ExchangeIo<tcp::socket, tcp::socket> io_;
 };
 
 }  // namespace
@@ -100,79 +141,9 @@ awaitable<void> handle_plain_http(ClientContext& ctx, tcp::socket& client, ReadB
         co_await answer(ctx, client, error_response(400, "bad_authority", host_error_text(parsed.error), true));
         co_return;
     }
-    const Authority dest = *parsed.authority;
-    const Session* session = state->find_session(ctx.session_id);
-
-    AccessLogEntry e;
-    e.session = ctx.session_id;
-    e.method = req.method;
-    e.host = dest.host;
-    e.port = dest.port;
-    e.set_path(origin_form);
-    e.client = ctx.client_ip;
-    auto finish_log = [&](std::string ingress, int status, std::string reason) {
-        e.ts = std::chrono::system_clock::now();
-        e.ms = ms_since(start);
-        e.ingress = std::move(ingress);
-        e.status = status;
-        e.reason = std::move(reason);
-        ctx.rt->record(e);
-    };
-
-    auto route = state->route(*session, dest, EgressKind::plain_http);
-    if (route.kind == RouteKind::denied) {
-        finish_log("denied", 403, std::string(deny_reason_name(route.reason)));
-        co_await answer(ctx, client, denied_response(route.reason, dest));
-        co_return;
-    }
-    auto framing = request_framing(req);
-    if (!framing.framing) {
-        finish_log("http", 400, "bad_framing");
-        co_await answer(ctx, client, error_response(400, "bad_framing", framing.reason, true));
-        co_return;
-    }
-    if (req.method == "TRACE" || req.method == "TRACK") {
-        finish_log("http", 405, "method_not_allowed");
-        co_await answer(ctx, client, error_response(405, "method_not_allowed", "TRACE and TRACK are refused", true));
-        co_return;
-    }
-
-    ExchangeRequest exchange;
-    // The outgoing head takes the client's headers over; the response framing
-    // needs only these fields of the request.
-    RequestHead summary;
-    summary.method = req.method;
-    summary.version_minor = req.version_minor;
-    exchange.client_head = &summary;
-    exchange.framing = *framing.framing;
-    exchange.client_close = true;
-    auto outgoing = build_outgoing_head(std::move(req), origin_form, format_authority(dest, dest.port != 80),
-                                        exchange.framing, false, false);
-    if (outgoing.bad_expect) {
-        finish_log("http", 417, "expectation_failed");
-        co_await answer(ctx, client, error_response(417, "expectation_failed", "only 100-continue is supported", true));
-        co_return;
-    }
-    exchange.expect_continue = outgoing.expect_continue;
-    std::string wire = serialize_request_head(outgoing.head);
-
-    std::optional<tcp::socket> upstream;
-    ReadBuffer upstream_buf(16384);
-    PlainUpstream connector{ctx, client, session->policy, dest, upstream, required};
-    std::string write_buffer;  // one exchange per connection here
-    ExchangeIo<tcp::socket, tcp::socket> io{
-        client, buf, upstream, upstream_buf, *ctx.watchdog, ctx.rt->config.limits,
-        [&connector](bool& reused, ExchangeResult& r) { return connector.connect(reused, r); }, [&connector] { connector.drop(); },
-        "the destination", write_buffer};
-    ExchangeResult result;
-    if (co_await send_request(io, wire, exchange, result)) co_await relay_response(io, exchange, true, result);
-    connector.drop();
-    if (result.upstream_seconds > 0)
-        ctx.rt->metrics.upstream_latency(std::chrono::duration<double>(result.upstream_seconds));
-    e.bytes_up = result.bytes_up;
-    e.bytes_down = result.bytes_down;
-    // A destination refused at the address check is a denial, like any other.
-    finish_log(result.status == 403 ? "denied" : "http", result.status, result.reason);
+    PlainFront front(ctx, client, buf, std::move(state), *parsed.authority, std::move(origin_form), start,
+                     required);
+    co_await serve_request(front, *ctx.rt, std::move(req));
     error_code ignored;
     client.shutdown(tcp::socket::shutdown_send, ignored);
 }

@@ -193,6 +193,27 @@ AccessLogEntry access_entry(const ClientContext& ctx, std::string_view ingress, 
     return e;
 }
 
+void record_request(const ClientContext& ctx, std::string_view ingress, const Authority& dest,
+                    clock::time_point start, const RequestLine& line) {
+    std::string_view method;
+    std::string_view target;
+    if (line.request) {
+        method = line.request->method;
+        target = line.request->target;
+    }
+    auto e = access_entry(ctx, ingress, method, dest, start);
+    if (line.binding && line.binding->vault) {
+        e.vault = line.binding->vault->name;
+        e.service = line.binding->service->id;
+    }
+    e.set_path(target.empty() ? std::string_view("/") : target);
+    e.status = line.status;
+    e.bytes_up = line.bytes_up;
+    e.bytes_down = line.bytes_down;
+    e.reason = std::string(line.reason);
+    ctx.rt->record(e);
+}
+
 void record_malformed_request(const ClientContext& ctx, int status, clock::time_point start) {
     auto e = access_entry(ctx, "denied", "-", Authority{}, start);
     e.status = status;

@@ -66,4 +66,13 @@ std::string proxy_auth_required_response() {
     return build(407, "Proxy-Authenticate: Basic realm=\"vaultgate\"\r\n", body.dump() + "\n", true);
 }
 
+std::string refusal_response(const Refusal& refusal, const Authority& dest) {
+    switch (refusal.form) {
+    case Refusal::Form::denied: return denied_response(refusal.deny, dest);
+    case Refusal::Form::proxy_auth: return proxy_auth_required_response();
+    case Refusal::Form::error: break;
+    }
+    return error_response(refusal.status, refusal.code, refusal.message, refusal.close);
+}
+
 }  // namespace vaultgate::net

@@ -3,6 +3,7 @@
 // normalised values only: nothing from the request's bytes is echoed.
 #include "vaultgate/egress/host.hpp"
 #include "vaultgate/egress/policy.hpp"
+#include "vaultgate/state/request_plan.hpp"
 
 #include <string>
 #include <string_view>
@@ -17,6 +18,9 @@ std::string denied_response(DenyReason reason, const Authority& dest);
 
 // 407 with Proxy-Authenticate: Basic realm="vaultgate".
 std::string proxy_auth_required_response();
+
+// The HTTP/1.1 reply to a refusal made for a request to `dest`.
+std::string refusal_response(const Refusal& refusal, const Authority& dest);
 
 std::string_view status_text(int status);
 

@@ -16,23 +16,11 @@ std::optional<std::string> decode_base64(std::string_view in) {
     return base64_decode(in);
 }
 
-bool unexpired(const Session& s) { return !s.expired_at(std::chrono::system_clock::now()); }
-
 std::optional<IpAddress> parse_client_ip(std::string_view client_ip) {
     error_code ec;
     auto addr = asio::ip::make_address(std::string(client_ip), ec);
     if (ec) return std::nullopt;
     return to_ip_address(addr);
-}
-
-// A session pinned to a source admits only clients inside it; an address that
-// cannot be parsed is inside none.
-bool source_allowed(const Session& s, const std::optional<IpAddress>& client) {
-    return !s.source || (client && s.source->contains(*client));
-}
-
-bool source_allowed(const Session& s, std::string_view client_ip) {
-    return !s.source || source_allowed(s, parse_client_ip(client_ip));
 }
 
 }  // namespace
@@ -41,8 +29,7 @@ SessionAuth authenticate_session(const GatewayState& state, const RequestHead& r
     SessionAuth out;
     auto header_count = req.count("proxy-authorization");
     if (header_count == 0) {
-        out.session = state.default_session_ptr();
-        if (out.session && !source_allowed(*out.session, client_ip)) out.session = nullptr;
+        out.session = state.default_session_for(parse_client_ip(client_ip), std::chrono::system_clock::now());
         return out;
     }
     if (header_count > 1) return out;
@@ -63,7 +50,7 @@ SessionAuth authenticate_session(const GatewayState& state, const RequestHead& r
     const Session* s = state.find_session(id);
     // Only sessions with a token can be named; the default session is implicit.
     bool ok = s && !s->token_digest.empty() && constant_time_equal(token_digest(token), s->token_digest) &&
-              unexpired(*s) && source_allowed(*s, client_ip);
+              !s->expired_at(std::chrono::system_clock::now()) && s->admits(parse_client_ip(client_ip));
     wipe_string(*decoded);
     if (ok) out.session = s;
     return out;
@@ -71,11 +58,6 @@ SessionAuth authenticate_session(const GatewayState& state, const RequestHead& r
 
 const Session* session_for_source(const GatewayState& state, std::string_view client_ip) {
     return state.session_for_source(parse_client_ip(client_ip), std::chrono::system_clock::now());
-}
-
-const Session* active_session(const GatewayState& state, std::string_view id) {
-    const Session* s = state.find_session(id);
-    return s && unexpired(*s) ? s : nullptr;
 }
 
 }  // namespace vaultgate::net

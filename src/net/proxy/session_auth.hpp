@@ -21,8 +21,4 @@ SessionAuth authenticate_session(const GatewayState& state, const RequestHead& r
 // session when its source rule lets the client in).
 const Session* session_for_source(const GatewayState& state, std::string_view client_ip);
 
-// The session still exists in `state` and has not expired (checked per request
-// on long-lived connections, between the sweeps that close expired sessions).
-const Session* active_session(const GatewayState& state, std::string_view id);
-
 }  // namespace vaultgate::net

@@ -1,0 +1,133 @@
+#pragma once
+// One request through vaultgate, whatever the client's wire:
+//   decide (pure, vaultgate/state/request_plan.hpp) -> credential step
+//   (awaitable: minting a token will take network time) -> forward -> log.
+// A refusal from any step ends in answer_refusal, the one place that turns it
+// into the access-log line (with its metrics) and the reply.
+//
+// A front is the client codec of one connection (HTTP/1.1 today: the MITM
+// session and plain http:// forwarding). It offers:
+//   awaitable<HeadOutcome> read_request(RequestHead&, ParseResult&)  the next head
+//   Refusal head_read(HeadOutcome, const ParseResult&)  after any read: what a failed one is owed
+//   std::shared_ptr<const GatewayState> snapshot()       the state this request is decided with
+//   Decision decide(const GatewayState&, RequestHead&&)
+//   awaitable<void> send_refusal(const Refusal&)          the reply, rendered for its wire
+//   awaitable<bool> send_request(const RequestPlan&, std::string& wire, ExchangeResult&)
+//                                                         the head and the body source to the origin
+//   awaitable<void> relay_response(const RequestPlan&, Redactor*, ExchangeResult&)
+//                                                         the origin's answer to the response sink
+//   void forward_done(const ExchangeResult&)              the upstream kept or closed
+//   void log(const RequestLine&)                          with its ingress, destination and start
+// The forward calls return the exchange's own coroutines (exchange.hpp), so
+// the pipeline adds no coroutine frame to them.
+#include "net/proxy/connection.hpp"
+#include "net/proxy/exchange.hpp"
+#include "vaultgate/state/request_plan.hpp"
+
+#include <optional>
+
+namespace vaultgate::net {
+
+// What the credential step hands on: the value to inject and how.
+struct Credential {
+    const AuthSpec* spec = nullptr;
+    const Secret* value = nullptr;  // null: the request goes without a credential
+};
+
+struct CredentialStep {
+    Refusal refusal;
+    Credential credential;
+};
+
+// The credential for the plan's binding: the vault's value, at hand today.
+awaitable<CredentialStep> obtain_credential(const RequestPlan& plan);
+
+// Overwrites the head's values and target once serialised: they may hold the secret.
+void wipe_head(RequestHead& head);
+
+// The one ending of a refused request: its access-log line, then its reply.
+template <class Front>
+awaitable<void> answer_refusal(Front& front, const Refusal& refusal, RequestLine line) {
+    if (refusal.logged) {
+        line.status = refusal.status;
+        line.reason = refusal.reason;
+        front.log(line);
+    }
+    co_await front.send_refusal(refusal);
+}
+
+// A front that reads heads itself (a connection of several requests).
+template <class Front>
+concept ReadsHeads = requires(Front& front, RequestHead& head, ParseResult& parsed) {
+    front.read_request(head, parsed);
+    front.head_read(HeadOutcome::ok, parsed);
+};
+
+// Serves one request; false means close the client connection. `head`: one
+// the front read already (the connection's first request); else a front that
+// ReadsHeads reads one.
+template <class Front>
+awaitable<bool> serve_request(Front& front, Runtime& rt, std::optional<RequestHead> head = std::nullopt) {
+    if constexpr (ReadsHeads<Front>) {
+        if (!head) {
+            head.emplace();
+            ParseResult parsed;
+            const HeadOutcome outcome = co_await front.read_request(*head, parsed);
+            const Refusal unread = front.head_read(outcome, parsed);
+            if (outcome != HeadOutcome::ok) {
+                if (unread) co_await answer_refusal(front, unread, RequestLine{});
+                co_return false;
+            }
+        }
+    }
+
+    // The state current now: a rotated credential applies from this request on.
+    const std::shared_ptr<const GatewayState> state = front.snapshot();
+    Decision decision = front.decide(*state, std::move(*head));
+    RequestPlan& plan = decision.plan;
+    RequestLine line;
+    line.request = &plan.summary;
+    line.binding = plan.binding ? &*plan.binding : nullptr;
+    if (decision.refusal) {
+        co_await answer_refusal(front, decision.refusal, line);
+        co_return false;
+    }
+
+    Refusal refused;
+    if (plan.binding) {
+        CredentialStep step = co_await obtain_credential(plan);
+        refused = std::move(step.refusal);
+        if (!refused && step.credential.value) {
+            refused = apply_credential(plan.outgoing, *step.credential.spec, *step.credential.value);
+            if (!refused) rt.metrics.injection(plan.binding->vault->name, plan.binding->service->id);
+        }
+    }
+    if (refused) {
+        wipe_head(plan.outgoing);
+        co_await answer_refusal(front, refused, line);
+        co_return false;
+    }
+
+    std::optional<Redactor> redactor;
+    if (plan.redact) redactor.emplace(plan.binding->service->redaction);
+    std::string wire = serialize_request_head(plan.outgoing);
+    wipe_head(plan.outgoing);
+    ExchangeResult result;
+    if (co_await front.send_request(plan, wire, result))
+        co_await front.relay_response(plan, redactor ? &*redactor : nullptr, result);
+    front.forward_done(result);
+    if (result.upstream_seconds > 0)
+        rt.metrics.upstream_latency(std::chrono::duration<double>(result.upstream_seconds));
+    line.bytes_up = result.bytes_up;
+    line.bytes_down = result.bytes_down;
+    if (result.refusal) {
+        co_await answer_refusal(front, result.refusal, line);
+        co_return false;
+    }
+    line.status = result.status;
+    line.reason = result.reason;
+    front.log(line);
+    co_return result.keep_client;
+}
+
+}  // namespace vaultgate::net
