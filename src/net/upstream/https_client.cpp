@@ -5,6 +5,7 @@
 #include "net/upstream/dialer.hpp"
 #include "net/upstream/tls_contexts.hpp"
 #include "vaultgate/egress/host.hpp"
+#include "vaultgate/http/message.hpp"
 #include "vaultgate/util/wiping_allocator.hpp"
 
 #include <boost/beast/core/flat_buffer.hpp>
@@ -14,8 +15,6 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
-#include <strings.h>
-
 namespace vaultgate::net {
 
 namespace beast = boost::beast;
@@ -24,7 +23,7 @@ namespace urls = boost::urls;
 
 std::optional<std::string> HttpsResponse::header(std::string_view name) const {
     for (const auto& [n, v] : headers)
-        if (n.size() == name.size() && ::strncasecmp(n.data(), name.data(), n.size()) == 0) return v;
+        if (iequals(n, name)) return v;
     return std::nullopt;
 }
 
