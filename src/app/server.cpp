@@ -6,6 +6,7 @@
 #include "net/admin/admin_listener.hpp"
 #include "net/proxy/connection.hpp"
 #include "net/upstream/connection_limiter.hpp"
+#include "net/upstream/dialer.hpp"
 #include "net/upstream/runtime.hpp"
 #include "net/upstream/tls_contexts.hpp"
 #include "net/upstream/upstream_pool.hpp"

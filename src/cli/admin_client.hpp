@@ -1,10 +1,9 @@
 #pragma once
 // The client side of the admin API (docs/reference/admin-api.md) and the plumbing the
-// admin subcommands and `bootstrap` share. Plain blocking POSIX sockets rather
-// than Asio: these commands make a handful of requests to a local server, and
-// the CLI should stay cheap to compile.
-#include "cli/commands.hpp"
-#include "vaultgate/util/encoding.hpp"  // percent_encode for path segments and query values
+// admin subcommands and `bootstrap` share. The transport (admin_http.cpp) is
+// Boost.Beast on a private io_context: each request runs to completion before
+// request() returns, so callers stay plain blocking code.
+#include "cli/command_line.hpp"
 #include "vaultgate/util/secret.hpp"
 #include "vaultgate/util/secret_file.hpp"  // Whitespace
 
@@ -22,39 +21,6 @@
 
 namespace vaultgate::cli {
 
-// ---- command lines ----------------------------------------------------------
-
-// "--name VALUE" and "--name=VALUE" for options that take a value, bare flags,
-// positionals; "--" ends the options. Anything else starting with "--" is a
-// UsageError, so a mistyped option is never taken for a positional.
-struct CommandLine {
-    std::vector<std::string> positional;
-    std::vector<std::pair<std::string, std::string>> options;   // in order, repeats kept
-    std::vector<std::string> flags;
-
-    std::optional<std::string> value(std::string_view name) const;   // the last one given
-    std::vector<std::string> values(std::string_view name) const;
-    bool flag(std::string_view name) const;
-};
-
-struct OptionSpec {
-    std::vector<std::string_view> with_value;
-    std::vector<std::string_view> flags;
-};
-
-// The options every admin command takes, beside its own.
-inline const OptionSpec admin_options{{"--admin", "--token-file"}, {"--json"}};
-
-CommandLine parse_command_line(const Args& args, const OptionSpec& spec);
-
-// "vault --json list" and "vault list --json" alike: the first argument that is
-// neither an admin option nor its value names the subcommand. Returns it (empty
-// when there is none) and the arguments without it.
-std::pair<std::string, Args> split_subcommand(const Args& args);
-
-// A whole number in [min, max], else a UsageError naming the option.
-std::uint64_t parse_number(std::string_view text, std::string_view option, std::uint64_t min, std::uint64_t max);
-
 // ---- the HTTP client --------------------------------------------------------
 
 struct AdminEndpoint {
@@ -70,6 +36,12 @@ struct AdminEndpoint {
 // "unix:/run/vaultgate/admin.sock". Throws UsageError otherwise.
 AdminEndpoint parse_admin_url(const std::string& url);
 
+using AdminQuery = std::vector<std::pair<std::string, std::string>>;
+
+// "/v1/vaults/ID/credentials" from {"v1", "vaults", id, "credentials"}: each
+// segment, query name and value percent-encoded (all but unreserved characters).
+std::string admin_target(std::initializer_list<std::string_view> segments, const AdminQuery& query = {});
+
 struct AdminResponse {
     int status = 0;
     std::string reason;
@@ -80,10 +52,17 @@ class AdminClient {
 public:
     AdminClient(AdminEndpoint endpoint, std::optional<Secret> token);
 
-    // One request on its own connection, 30 s for all of it. Throws
-    // std::runtime_error naming the URL when the server cannot be reached,
-    // times out or answers with something that is not HTTP/1.1. The body is
-    // sent as given; callers wipe bodies that carry a secret.
+    // One request on its own connection, 30 s for all of it, a response body
+    // of at most 64 MiB. Throws std::runtime_error naming the URL (never the
+    // token) when the server cannot be reached, times out or answers with
+    // something that is not HTTP/1.x. The body is sent from the caller's
+    // buffer; callers wipe bodies that carry a secret.
+    //
+    // The token: the "Bearer" line is built in a buffer wiped at once, and
+    // Beast's copy in the request's fields is allocated through an allocator
+    // that wipes on free, and freed as soon as the head is sent. Out of reach:
+    // the kernel's socket buffers, and the Secret itself, which lives (and is
+    // wiped) with the client.
     AdminResponse request(std::string_view method, std::string_view target, std::string_view body = {}) const;
 
     const std::string& url() const { return endpoint_.url; }

@@ -19,10 +19,6 @@ int bootstrap_command(const Args& args);
 
 void print_usage(bool to_stderr);
 
-// Finds "--name VALUE" or "--name=VALUE"; false when absent. Throws UsageError when the value is missing.
-bool option_value(const Args& args, const std::string& name, std::string& out);
-bool has_flag(const Args& args, const std::string& name);
-
 struct UsageError : std::runtime_error {
     using std::runtime_error::runtime_error;
 };

@@ -75,8 +75,6 @@ int print_raw(const AdminResponse& response) {
     return 0;
 }
 
-std::string vault_path(const std::string& id) { return "/v1/vaults/" + percent_encode(id); }
-
 // ---- vault ------------------------------------------------------------------
 
 void print_vault(const json& vault) {
@@ -134,7 +132,7 @@ int vault_list(const AdminClient& client, const CommandLine& cl) {
 
 int vault_show(const AdminClient& client, const CommandLine& cl) {
     expect_positionals(cl, 1, "vault show ID");
-    auto response = client.request("GET", vault_path(cl.positional[0]));
+    auto response = client.request("GET", admin_target({"v1", "vaults", cl.positional[0]}));
     expect_status(response, {200}, client);
     if (cl.flag("--json")) return print_raw(response);
     print_vault(parse_body(response, client));
@@ -176,8 +174,8 @@ int send_credential(const AdminClient& client, const CommandLine& cl, bool rotat
     Secret value = read_credential_value(cl);
     std::string body = credential_body(rotate ? "" : name, value);
     ScopedWipe wipe_body(body);
-    auto response = rotate ? client.request("PUT", vault_path(id) + "/credentials/" + percent_encode(name), body)
-                           : client.request("POST", vault_path(id) + "/credentials", body);
+    auto response = rotate ? client.request("PUT", admin_target({"v1", "vaults", id, "credentials", name}), body)
+                           : client.request("POST", admin_target({"v1", "vaults", id, "credentials"}), body);
     expect_status(response, rotate ? std::initializer_list<int>{200, 201, 204} : std::initializer_list<int>{200, 201},
                   client);
     if (cl.flag("--json")) return print_raw(response);
@@ -190,8 +188,8 @@ int vault_remove(const AdminClient& client, const CommandLine& cl, const char* w
     const std::string& id = cl.positional[0];
     const std::string& item = cl.positional[1];
     bool credential = std::string_view(what) == "credential";
-    auto response = client.request(
-        "DELETE", vault_path(id) + (credential ? "/credentials/" : "/services/") + percent_encode(item));
+    auto response =
+        client.request("DELETE", admin_target({"v1", "vaults", id, credential ? "credentials" : "services", item}));
     expect_status(response, {200, 204}, client);
     if (cl.flag("--json")) return print_raw(response);
     std::printf("removed %s %s from vault %s\n", what, item.c_str(), id.c_str());
@@ -234,7 +232,7 @@ int vault_add_service(const AdminClient& client, const CommandLine& cl) {
     if (auto prefix = cl.value("--path-prefix")) body["path_prefix"] = *prefix;
     if (cl.flag("--redact-response")) body["redact_response"] = true;
 
-    auto response = client.request("POST", vault_path(cl.positional[0]) + "/services", body.dump());
+    auto response = client.request("POST", admin_target({"v1", "vaults", cl.positional[0], "services"}), body.dump());
     expect_status(response, {200, 201}, client);
     if (cl.flag("--json")) return print_raw(response);
     json s = parse_body(response, client);
@@ -288,7 +286,7 @@ int session_create(const AdminClient& client, const CommandLine& cl) {
 
 int session_delete(const AdminClient& client, const CommandLine& cl) {
     expect_positionals(cl, 1, "session delete ID");
-    auto response = client.request("DELETE", "/v1/sessions/" + percent_encode(cl.positional[0]));
+    auto response = client.request("DELETE", admin_target({"v1", "sessions", cl.positional[0]}));
     expect_status(response, {200, 204}, client);
     if (cl.flag("--json")) return print_raw(response);
     std::printf("deleted session %s\n", cl.positional[0].c_str());
@@ -418,15 +416,12 @@ int session_command(const Args& args) {
 int logs_command(const Args& args) {
     CommandLine cl = parse_command_line(args, with_admin({"--vault", "--session", "--limit"}, {"--follow"}));
     expect_positionals(cl, 0, "logs [--vault V] [--session S] [--limit N] [--follow] [--json]");
-    std::string query;
-    auto add = [&](const char* key, const std::string& value) {
-        query += (query.empty() ? "?" : "&") + std::string(key) + "=" + percent_encode(value);
-    };
-    if (auto v = cl.value("--vault")) add("vault", *v);
-    if (auto s = cl.value("--session")) add("session", *s);
-    if (auto n = cl.value("--limit")) add("limit", std::to_string(parse_number(*n, "--limit", 1, 1000000)));
+    AdminQuery query;
+    if (auto v = cl.value("--vault")) query.emplace_back("vault", *v);
+    if (auto s = cl.value("--session")) query.emplace_back("session", *s);
+    if (auto n = cl.value("--limit")) query.emplace_back("limit", std::to_string(parse_number(*n, "--limit", 1, 1000000)));
     AdminClient client = admin_client_from(cl);
-    const std::string target = "/v1/logs" + query;
+    const std::string target = admin_target({"v1", "logs"}, query);
     return report_api_errors([&] {
         if (cl.flag("--follow")) return logs_follow(client, cl, target);
         auto response = client.request("GET", target);

@@ -234,7 +234,7 @@ VaultState open_vault(const AdminClient& client, const std::optional<std::string
                              ": that vault is defined in the config file, and the admin API cannot store "
                              "credentials in it; give another name");
         VaultState state{id_of(v, client), {}, {}};
-        auto detail = client.request("GET", "/v1/vaults/" + percent_encode(state.id));
+        auto detail = client.request("GET", admin_target({"v1", "vaults", state.id}));
         expect_status(detail, {200}, client);
         read_vault_contents(parse_body(detail, client), state);
         return state;
@@ -245,8 +245,8 @@ VaultState open_vault(const AdminClient& client, const std::optional<std::string
 // Stores or rotates one credential; the request body holding the value is
 // wiped as soon as it has been sent.
 void store_secret(const AdminClient& client, VaultState& vault, const SecretVar& secret) {
-    const std::string base = "/v1/vaults/" + percent_encode(vault.id) + "/credentials";
-    const std::string one = base + "/" + percent_encode(secret.name);
+    const std::string base = admin_target({"v1", "vaults", vault.id, "credentials"});
+    const std::string one = admin_target({"v1", "vaults", vault.id, "credentials", secret.name});
     if (!vault.has_credential(secret.name)) {
         std::string body = credential_body(secret.name, secret.value);
         ScopedWipe wipe(body);
@@ -289,7 +289,7 @@ void bind_secret(const AdminClient& client, VaultState& vault, const std::string
     json body = {{"host", dest.host},
                  {"port", dest.port},
                  {"auth_config", {{"type", "api-key"}, {"header", "x-api-key"}, {"key", secret_name}}}};
-    auto response = client.request("POST", "/v1/vaults/" + percent_encode(vault.id) + "/services", body.dump());
+    auto response = client.request("POST", admin_target({"v1", "vaults", vault.id, "services"}), body.dump());
     expect_status(response, {200, 201}, client);
     vault.services.push_back(dest);
     std::fprintf(stderr, "vaultgate bootstrap: bound %s to %s (x-api-key, from %s)\n", secret_name.c_str(),

@@ -1,7 +1,7 @@
 // `vaultgate serve` and `vaultgate check-config`: load the config, build the
 // state, run the server, and turn signals into reloads and drains.
 #include "vaultgate/credentials/admin_token.hpp"
-#include "cli/commands.hpp"
+#include "cli/command_line.hpp"
 #include "vaultgate/app/sd_notify.hpp"
 #include "vaultgate/admin/admin_api.hpp"
 #include "vaultgate/mem/block_cache.hpp"
@@ -25,10 +25,15 @@ namespace vaultgate::cli {
 
 namespace {
 
-std::string config_path(const Args& args) {
-    std::string path;
-    if (!option_value(args, "--config", path)) throw UsageError("--config FILE is required");
-    return path;
+// serve and check-config ignore arguments they do not know (docs/reference/cli.md).
+CommandLine serve_command_line(const Args& args) {
+    return parse_command_line(args, OptionSpec{{"--config"}, {"--allow-rollback"}, true});
+}
+
+std::string config_path(const CommandLine& command_line) {
+    auto path = command_line.value("--config");
+    if (!path) throw UsageError("--config FILE is required");
+    return *path;
 }
 
 // Loads and validates; on error prints the file:line:col message and returns nullopt.
@@ -89,7 +94,7 @@ AdminReply call_admin(AdminApi& api, const AdminCall& call) {
 }  // namespace
 
 int check_config(const Args& args) {
-    auto config = load_or_report(config_path(args));
+    auto config = load_or_report(config_path(serve_command_line(args)));
     if (!config) return 2;
     try {
         std::vector<std::string> warnings;
@@ -113,7 +118,8 @@ int serve(const Args& args) {
     // by the I/O threads' block caches (block_cache.hpp); busy connections
     // keep their buffers and make none.
     mallopt(M_MMAP_THRESHOLD, 4096);
-    const std::string path = config_path(args);
+    const CommandLine command_line = serve_command_line(args);
+    const std::string path = config_path(command_line);
     auto config = load_or_report(path);
     if (!config) return 2;
     LogLevel level = LogLevel::info;
@@ -138,7 +144,7 @@ int serve(const Args& args) {
     auto master_key = load_master_key(config->store_master_key_file);
     // An older copy of the store put back is refused unless --allow-rollback.
     auto store = guard_against_rollback(open_file_store(config->store_path, master_key),
-                                        generation_record_path(config->store_path), has_flag(args, "--allow-rollback"));
+                                        generation_record_path(config->store_path), command_line.flag("--allow-rollback"));
 
     // Signals are taken synchronously by this thread; worker threads inherit the mask.
     sigset_t signals;

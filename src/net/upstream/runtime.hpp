@@ -2,7 +2,6 @@
 // What every connection shares: the config, the current state snapshot, the CA
 // and leaf cache, both TLS contexts, the access log. Built once per server.
 #include "net/io/connection_registry.hpp"
-#include "net/upstream/resolver_pool.hpp"
 #include "net/upstream/self_connection.hpp"
 #include "net/io/types.hpp"
 #include "vaultgate/observe/access_log.hpp"
@@ -18,6 +17,8 @@
 #include <vector>
 
 namespace vaultgate::net {
+
+class ResolverPool;  // dialer.hpp
 
 // Request-head limits from the config: the request line is capped at 16 KiB
 // (414) or header_bytes, whichever is smaller.
