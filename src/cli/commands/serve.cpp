@@ -73,19 +73,6 @@ std::optional<std::string> read_admin_token(const Config& config) {
     return read_token_file(*config.admin_token_file, "admin.token_file");
 }
 
-// Adapts the listener's parsed call to the admin API and back.
-AdminReply call_admin(AdminApi& api, const AdminCall& call) {
-    AdminRequest req{call.method, call.path, call.query, call.body};
-    auto resp = api.handle(req);
-    wipe_string(req.body);
-    AdminReply reply;
-    reply.status = resp.status;
-    reply.content_type = resp.content_type;
-    reply.body = std::move(resp.body);
-    reply.headers = std::move(resp.headers);
-    return reply;
-}
-
 }  // namespace
 
 int check_config(const Args& args) {
@@ -151,7 +138,7 @@ int serve(const Args& args) {
 
     std::unique_ptr<AdminApi> api;
     ServerOptions options;
-    options.admin_handler = [&api](const AdminCall& call) { return call_admin(*api, call); };
+    options.admin_handler = [&api](const AdminRequest& request) { return api->handle(request); };
     options.admin_token = admin_token;
     options.on_proxy_bound = [&api, &config](std::uint16_t port) {
         ListenAddress bound = config->listen_proxy;

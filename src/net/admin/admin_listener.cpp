@@ -35,7 +35,7 @@ std::string query_component_decode(std::string_view in) {
     return out;
 }
 
-void split_target(std::string_view target, AdminCall& call) {
+void split_target(std::string_view target, AdminRequest& call) {
     auto q = target.find('?');
     call.path = std::string(target.substr(0, q));
     if (q == std::string_view::npos) return;
@@ -52,7 +52,7 @@ void split_target(std::string_view target, AdminCall& call) {
     }
 }
 
-std::string render(const AdminReply& reply, bool close) {
+std::string render(const AdminResponse& reply, bool close) {
     // A 401 names the scheme to use, as HTTP requires.
     const bool challenge = reply.status == 401;
     std::string out;
@@ -73,8 +73,8 @@ std::string render(const AdminReply& reply, bool close) {
     return out;
 }
 
-AdminReply error_reply(int status, std::string_view code, std::string_view message) {
-    AdminReply r;
+AdminResponse error_reply(int status, std::string_view code, std::string_view message) {
+    AdminResponse r;
     r.status = status;
     auto full = error_response(status, code, message, false);
     r.body = full.substr(full.find("\r\n\r\n") + 4);
@@ -166,8 +166,8 @@ awaitable<void> serve_admin_connection(Socket socket, [[maybe_unused]] SlotHold 
         }
         if (outcome != HeadOutcome::ok) break;
         bool close = wants_close(req.headers, req.version_minor);
-        AdminReply reply;
-        AdminCall call;
+        AdminResponse reply;
+        AdminRequest call;
         call.method = req.method;
         split_target(req.target, call);
         auto framing = request_framing(req);

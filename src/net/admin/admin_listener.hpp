@@ -1,7 +1,7 @@
 #pragma once
 #include "net/io/types.hpp"
 #include "vaultgate/config/config.hpp"
-#include "vaultgate/app/server.hpp"
+#include "vaultgate/admin/admin_http.hpp"
 
 #include <functional>
 #include <memory>
@@ -18,7 +18,7 @@ struct AdminLimits {
 
 class AdminListener {
 public:
-    using Handler = std::function<AdminReply(const AdminCall&)>;
+    using Handler = std::function<AdminResponse(const AdminRequest&)>;
 
     AdminListener(asio::io_context& ioc, ListenAddress address, Handler handler, std::optional<std::string> token,
                   AdminLimits limits);
