@@ -1,0 +1,2 @@
+// Boost.URL is used header-only: its sources are compiled here, once.
+#include <boost/url/src.hpp>
