@@ -2,9 +2,8 @@
 // each connection.
 #include "net/admin/admin_listener.hpp"
 
+#include "net/io/listen.hpp"
 #include "vaultgate/observe/diag_log.hpp"
-
-#include <sys/stat.h>
 
 #include <filesystem>
 
@@ -100,36 +99,19 @@ AdminListener::~AdminListener() {
 }
 
 void AdminListener::start() {
+    const std::string what = "listen.admin: cannot listen on " + address_.to_string();
     if (address_.is_unix()) {
-        namespace fs = std::filesystem;
-        std::error_code fec;
-        // A socket file left by an earlier run is replaced; anything else is not ours to delete.
-        if (fs::is_socket(address_.unix_path, fec)) fs::remove(address_.unix_path, fec);
         unix_acceptor_ = std::make_unique<asio::local::stream_protocol::acceptor>(ioc_);
-        asio::local::stream_protocol::endpoint ep(address_.unix_path);
-        error_code ec;
-        unix_acceptor_->open(ep.protocol(), ec);
-        // The mode is set through the umask so no moment exists where the socket is wider open.
-        mode_t old = ::umask(0177);
-        if (!ec) unix_acceptor_->bind(ep, ec);
-        ::umask(old);
-        if (!ec) unix_acceptor_->listen(asio::socket_base::max_listen_connections, ec);
-        if (ec) throw std::runtime_error("listen.admin: cannot listen on " + address_.to_string() + ": " + ec.message());
-        ::chmod(address_.unix_path.c_str(), 0600);
+        listen_unix(*unix_acceptor_, address_.unix_path, what);
         asio::co_spawn(ioc_, admin_accept_loop(unix_acceptor_.get(), settings(std::nullopt)), log_admin_failure);
         return;
     }
     if (!token_) throw std::runtime_error("admin.token_file is required when listen.admin is a TCP address");
-    tcp_acceptor_ = std::make_unique<tcp::acceptor>(ioc_);
     error_code ec;
     auto addr = asio::ip::make_address(address_.host, ec);
     if (ec) throw std::runtime_error("listen.admin: " + address_.to_string() + " is not an IP address");
-    tcp::endpoint ep(addr, address_.port);
-    tcp_acceptor_->open(ep.protocol(), ec);
-    if (!ec) tcp_acceptor_->set_option(tcp::acceptor::reuse_address(true), ec);
-    if (!ec) tcp_acceptor_->bind(ep, ec);
-    if (!ec) tcp_acceptor_->listen(asio::socket_base::max_listen_connections, ec);
-    if (ec) throw std::runtime_error("listen.admin: cannot listen on " + address_.to_string() + ": " + ec.message());
+    tcp_acceptor_ = std::make_unique<tcp::acceptor>(ioc_);
+    listen_tcp(*tcp_acceptor_, tcp::endpoint(addr, address_.port), what);
     asio::co_spawn(ioc_, admin_accept_loop(tcp_acceptor_.get(), settings(token_)), log_admin_failure);
 }
 
