@@ -40,7 +40,8 @@ std::optional<AdminResponse> refusal_of(const error_code& ec) {
     if (ec.category() != http_errors || ec == http::error::end_of_stream || ec == http::error::partial_message)
         return std::nullopt;
     if (ec == http::error::header_limit) return listener_error(431, "bad_request", "header section too large");
-    if (ec == http::error::bad_content_length || ec == http::error::bad_transfer_encoding)
+    if (ec == http::error::bad_content_length || ec == http::error::multiple_content_length ||
+        ec == http::error::bad_transfer_encoding)
         return listener_error(400, "bad_framing", "the request body's framing is invalid");
     return listener_error(400, "bad_request", "malformed request head");
 }
@@ -91,21 +92,27 @@ awaitable<void> serve_admin_connection(Socket socket, std::shared_ptr<void> hold
         }
         auto request = admin_request_of(head);
         bool close = !parser.keep_alive();
-        const bool has_body = parser.chunked() || parser.content_length().value_or(0) > 0;
+        const auto framing = admin_framing(head);
+        const bool chunked = framing.framing && framing.framing->kind == BodyKind::chunked;
+        const std::uint64_t length = framing.framing ? framing.framing->length : 0;
+        const bool has_body = chunked || length > 0;
         // Decided on the head alone: no byte of an unauthenticated body is read.
         const bool authorised = !settings->token || bearer_token_matches(head, *settings->token) ||
                                 (request && request->path == "/healthz" && !has_body);
         AdminResponse reply;
-        if (!authorised) {
+        if (!framing.framing) {
+            reply = listener_error(400, "bad_framing", framing.reason);
+            close = true;
+        } else if (!authorised) {
             reply = listener_error(401, "unauthorized", "send Authorization: Bearer <admin token>");
             close = true;
         } else if (!request) {
             reply = listener_error(400, "bad_request", "the request target is not a path with an optional query");
             close = true;
-        } else if (parser.chunked()) {
+        } else if (chunked) {
             reply = listener_error(411, "length_required", "send the body with Content-Length");
             close = true;
-        } else if (parser.content_length().value_or(0) > max_admin_body) {
+        } else if (length > max_admin_body) {
             reply = listener_error(413, "body_too_large", "admin request bodies are limited to 1 MiB");
             close = true;
         } else {

@@ -23,6 +23,18 @@ std::optional<AdminRequest> admin_request_of(const http::request_header<>& head)
     return request;
 }
 
+FramingResult admin_framing(const http::request_header<>& head) {
+    RequestHead framing_head;
+    framing_head.version_minor = head.version() == 10 ? 0 : 1;
+    // Only the fields framing looks at are copied: never the token.
+    for (const auto& field : head) {
+        const auto name = field.name();
+        if (name == http::field::host || name == http::field::content_length || name == http::field::transfer_encoding)
+            framing_head.headers.push_back({std::string(field.name_string()), std::string(field.value())});
+    }
+    return request_framing(framing_head);
+}
+
 bool bearer_token_matches(const http::request_header<>& head, std::string_view token) {
     if (head.count(http::field::authorization) != 1) return false;
     std::string_view v = head[http::field::authorization];

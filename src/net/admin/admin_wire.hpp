@@ -2,6 +2,7 @@
 // The admin API on the wire: an AdminRequest from a Beast request head, and a
 // Beast response from an AdminResponse, with the reason phrase of its status.
 #include "vaultgate/admin/admin_http.hpp"
+#include "vaultgate/http/message.hpp"
 
 #include <boost/beast/http.hpp>
 
@@ -19,6 +20,11 @@ using AdminHttpResponse = http::response<http::string_body>;
 // Method, path (as sent, without the query) and form-decoded query of an
 // origin-form target; nullopt when the target is not one.
 std::optional<AdminRequest> admin_request_of(const http::request_header<>& head);
+
+// The proxy path's framing rules (request_framing) on the head Beast read,
+// which Beast alone would let pass: one non-empty Host (required in HTTP/1.1),
+// one Content-Length and no list, Transfer-Encoding only as a lone "chunked".
+FramingResult admin_framing(const http::request_header<>& head);
 
 // True when the head carries exactly one "Authorization: Bearer <token>"
 // (scheme in any case) whose token equals `token`, compared in constant time.

@@ -180,6 +180,26 @@ TEST(AdminWire, TheUnixSocketAnswersTheSameWithoutAToken) {
     EXPECT_EQ(status_line(too_large), "HTTP/1.1 413 Payload Too Large") << too_large;
 }
 
+// Beast alone would take these; the listener keeps the proxy path's framing rules.
+TEST(AdminWire, FramingThatTheProxyWouldRefuseGets400BadFraming) {
+    ListenerUnderTest listener(tcp_address(), std::string(token));
+    const std::string auth = "Authorization: Bearer " + std::string(token) + "\r\n";
+    for (const std::string& head : {
+             "POST /status/201 HTTP/1.1\r\nConnection: close\r\n" + auth + "\r\n",
+             "POST /status/201 HTTP/1.1\r\nHost: a\r\nHost: b\r\nConnection: close\r\n" + auth + "\r\n",
+             "POST /status/201 HTTP/1.1\r\nHost: a\r\nContent-Length: 2, 2\r\nConnection: close\r\n" + auth +
+                 "\r\nab",
+             "POST /status/201 HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\nContent-Length: 2\r\n"
+             "Connection: close\r\n" + auth + "\r\nab",
+             "POST /status/201 HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\nConnection: close\r\n" + auth +
+                 "\r\n",
+         }) {
+        const auto reply = tcp_exchange(listener.port(), head);
+        EXPECT_EQ(status_line(reply), "HTTP/1.1 400 Bad Request") << head;
+        EXPECT_NE(body_of(reply).find("\"bad_framing\""), std::string::npos) << reply;
+    }
+}
+
 TEST(AdminWire, TheQueryIsFormDecodedAndThePathKeptAsSent) {
     std::optional<AdminRequest> seen;
     net::asio::io_context ioc{1};
