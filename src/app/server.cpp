@@ -4,6 +4,7 @@
 #include "vaultgate/app/server.hpp"
 
 #include "net/admin/admin_listener.hpp"
+#include "net/io/listen.hpp"
 #include "net/proxy/connection.hpp"
 #include "net/upstream/connection_limiter.hpp"
 #include "net/upstream/dialer.hpp"
@@ -206,12 +207,7 @@ private:
     }
 
     static void open_acceptor(tcp::acceptor& acceptor, const tcp::endpoint& ep, const std::string& key) {
-        error_code ec;
-        acceptor.open(ep.protocol(), ec);
-        if (!ec) acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
-        if (!ec) acceptor.bind(ep, ec);
-        if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
-        if (ec) throw std::runtime_error(key + ": cannot listen on " + format_endpoint(ep) + ": " + ec.message());
+        listen_tcp(acceptor, ep, key + ": cannot listen on " + format_endpoint(ep));
     }
 
     asio::io_context& next_context() {

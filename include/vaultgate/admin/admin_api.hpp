@@ -3,66 +3,26 @@
 // a response out. No sockets and no Asio; the network layer checks the bearer
 // token, calls handle(), and writes what comes back.
 //
-// It owns the API's data (vaults, credentials, services and sessions made over
-// HTTP) and the store they are saved in. Every change is saved first and then
-// published as a new GatewayState snapshot, so the next proxied request sees it.
-#include "vaultgate/observe/access_log.hpp"
+// It routes (router.hpp), checks bodies (request_body.hpp), changes the data
+// through the catalog (catalog.hpp: save first, then publish a new snapshot)
+// and renders answers (json_views.hpp); this class holds them together under
+// one lock.
+#include "vaultgate/admin/admin_http.hpp"
+#include "vaultgate/admin/catalog.hpp"
+#include "vaultgate/admin/endpoints.hpp"
 #include "vaultgate/config/config.hpp"
-#include "vaultgate/state/gateway_state.hpp"
+#include "vaultgate/observe/access_log.hpp"
 #include "vaultgate/observe/metrics.hpp"
+#include "vaultgate/state/gateway_state.hpp"
 #include "vaultgate/util/secret.hpp"
-#include "vaultgate/state/store.hpp"
 
 #include <chrono>
-#include <cstddef>
-#include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace vaultgate {
-
-struct AdminRequest {
-    std::string method;                         // "GET", "POST", ...
-    std::string path;                           // "/v1/vaults/vlt_x/credentials", without the query
-    std::map<std::string, std::string> query;   // decoded query parameters
-    // May hold a credential value. handle() wipes its own copies; the caller
-    // owns this string and should wipe it (wipe_string) once handle() returns.
-    std::string body;
-};
-
-struct AdminResponse {
-    int status = 200;
-    std::string body;                           // empty for 204
-    std::string content_type = "application/json";
-    // Extra response headers, e.g. "Allow" on a 405.
-    std::vector<std::pair<std::string, std::string>> headers;
-};
-
-struct AdminOptions {
-    std::string proxy_url;                      // e.g. "http://127.0.0.1:3128"; empty -> from listen.proxy
-    std::string ca_cert_pem;                    // handed to sandboxes in POST /v1/sessions
-    std::chrono::seconds max_ttl{86400};        // upper bound of ttl_seconds
-    std::size_t max_body = 1 << 20;             // larger request bodies get 413
-};
-
-// The snapshot the proxy decides with: the config's vaults and sessions as
-// build_state() made them (`config_state`), plus the API's vaults and its
-// sessions that are not expired at `now`. API sessions name their vaults by id
-// (API vaults) or by name (config vaults); the snapshot holds names. A session
-// whose policy was named after a config policy gets that policy as `config`
-// defines it now, so that a reload which tightens a policy tightens the live
-// sessions too; a name the config no longer has gives a deny-all policy.
-// `previous` (the last published snapshot) lends its redaction tables to API
-// services whose inputs did not change; `warnings` gets a line (names only)
-// for each new table that cannot be built.
-std::shared_ptr<const GatewayState> compose_state(const GatewayState& config_state, const Config& config,
-                                                  const StoreData& data, std::chrono::system_clock::time_point now,
-                                                  const GatewayState* previous = nullptr,
-                                                  std::vector<std::string>* warnings = nullptr);
 
 class AdminApi {
 public:

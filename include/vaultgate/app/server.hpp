@@ -2,6 +2,7 @@
 // The running gateway: listeners, connection handling, upstream TLS. The
 // interface keeps Asio out of the header so the CLI and tests that only drive
 // it stay cheap to compile.
+#include "vaultgate/admin/admin_http.hpp"
 #include "vaultgate/observe/access_log.hpp"
 #include "vaultgate/config/config.hpp"
 #include "vaultgate/state/gateway_state.hpp"
@@ -10,7 +11,6 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -53,27 +53,12 @@ public:
     virtual MetricsExtras metrics_extras() const = 0;
 };
 
-// One admin API call as the listener parsed it, and the answer to write. The
-// listener does HTTP and the bearer-token check; the handler does the rest.
-struct AdminCall {
-    std::string method;
-    std::string path;                              // without the query string
-    std::map<std::string, std::string> query;      // percent-decoded
-    std::string body;
-};
-
-struct AdminReply {
-    int status = 200;
-    std::string content_type = "application/json";
-    std::string body;
-    std::vector<std::pair<std::string, std::string>> headers;   // e.g. Allow on a 405
-};
-
 struct ServerOptions {
     unsigned threads = 0;     // 0 -> limits.worker_threads
     // Serves listen.admin when set. Runs on the admin listener's own thread, so
     // a slow store write never stalls proxy traffic.
-    std::function<AdminReply(const AdminCall&)> admin_handler;
+    // The listener does HTTP and the bearer-token check; the handler the rest.
+    std::function<AdminResponse(const AdminRequest&)> admin_handler;
     // Required for a TCP admin listener; a unix socket is protected by its mode (0600).
     std::optional<std::string> admin_token;
     // Called with the bound proxy port before the admin listener starts.

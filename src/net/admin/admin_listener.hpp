@@ -1,7 +1,10 @@
 #pragma once
+// The admin API listener: HTTP/1.1 over TCP (bearer token, compared in constant
+// time) or a unix socket (mode 0600), at most limits.admin_connections at once.
+#include "net/admin/admin_connection.hpp"
 #include "net/io/types.hpp"
+#include "vaultgate/admin/admin_http.hpp"
 #include "vaultgate/config/config.hpp"
-#include "vaultgate/app/server.hpp"
 
 #include <functional>
 #include <memory>
@@ -9,16 +12,9 @@
 
 namespace vaultgate::net {
 
-// What one listener allows: the connections it serves at once (more are reset
-// on accept) and the time a request head and body may take together.
-struct AdminLimits {
-    std::size_t max_connections = 64;
-    clock::duration request_timeout = std::chrono::seconds(10);
-};
-
 class AdminListener {
 public:
-    using Handler = std::function<AdminReply(const AdminCall&)>;
+    using Handler = std::function<AdminResponse(const AdminRequest&)>;
 
     AdminListener(asio::io_context& ioc, ListenAddress address, Handler handler, std::optional<std::string> token,
                   AdminLimits limits);
@@ -29,6 +25,8 @@ public:
     std::optional<tcp::endpoint> tcp_endpoint() const;
 
 private:
+    std::shared_ptr<const AdminConnectionSettings> settings(std::optional<std::string> token) const;
+
     asio::io_context& ioc_;
     ListenAddress address_;
     Handler handler_;

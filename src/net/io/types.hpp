@@ -1,6 +1,9 @@
 #pragma once
-// Executor, stream and coroutine aliases shared by the network code.
+// Executor, stream and coroutine aliases shared by the network code. Also the
+// precompiled header of the network libraries: Asio and its SSL layer are the
+// bulk of their compile time.
 #include <boost/asio.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/ssl.hpp>
 
 namespace vaultgate::net {

@@ -1,0 +1,23 @@
+#pragma once
+// The running gateway as a whole: load the config, make sure the proxy CA
+// exists, open the store, build the admin API and the server, and turn
+// signals into reloads (SIGHUP) and a drain (SIGINT, SIGTERM).
+#include <string>
+
+namespace vaultgate {
+
+struct GatewayOptions {
+    std::string config_path;
+    bool allow_rollback = false;   // load a store older than the generation record
+};
+
+// Serves until SIGINT or SIGTERM. Returns the process exit code: 0 after a
+// clean drain, 2 for a config error (printed to stderr). Other failures
+// (the CA, the store, binding a listener) throw.
+int run_gateway(const GatewayOptions& options);
+
+// Loads and builds the config at `path` without serving; 0 when it is valid,
+// 2 (the error printed to stderr) when not.
+int check_config(const std::string& path);
+
+}  // namespace vaultgate

@@ -1,0 +1,219 @@
+// The gateway's wiring: config, CA, store, admin API and server, then the
+// signal loop that reloads, expires sessions, trims memory and drains.
+#include "vaultgate/app/gateway.hpp"
+
+#include "vaultgate/admin/admin_api.hpp"
+#include "vaultgate/app/sd_notify.hpp"
+#include "vaultgate/app/server.hpp"
+#include "vaultgate/config/config.hpp"
+#include "vaultgate/crypto/ca.hpp"
+#include "vaultgate/mem/block_cache.hpp"
+#include "vaultgate/mem/trim_schedule.hpp"
+#include "vaultgate/observe/diag_log.hpp"
+#include "vaultgate/state/gateway_state.hpp"
+#include "vaultgate/credentials/admin_token.hpp"
+#include "vaultgate/vault/store.hpp"
+
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <malloc.h>
+#include <pthread.h>
+
+namespace vaultgate {
+
+using cli::sd_notify_state;
+
+namespace {
+
+// Loads and validates; on error prints the file:line:col message and returns nullopt.
+std::optional<Config> load_or_report(const std::string& path) {
+    try {
+        return load_config_file(path);
+    } catch (const ConfigError& e) {
+        std::fprintf(stderr, "vaultgate: %s\n", e.what());
+        return std::nullopt;
+    }
+}
+
+// The quick start runs on a fresh checkout: a missing CA (both files absent)
+// is generated once; one file without the other is an operator mistake.
+void ensure_ca(const Config& config) {
+    namespace fs = std::filesystem;
+    bool cert = fs::exists(config.ca_cert), key = fs::exists(config.ca_key);
+    if (cert && key) return;
+    if (cert != key)
+        throw std::runtime_error("ca: " + (cert ? config.ca_key : config.ca_cert) + " is missing while " +
+                                 (cert ? config.ca_cert : config.ca_key) + " exists");
+    auto dir = fs::path(config.ca_cert).parent_path();
+    if (fs::path(config.ca_key).parent_path() != dir || fs::path(config.ca_cert).filename() != "ca.pem" ||
+        fs::path(config.ca_key).filename() != "ca-key.pem")
+        throw std::runtime_error("ca: " + config.ca_cert + " does not exist; create it with `vaultgate ca init`");
+    create_ca_files(dir.empty() ? "." : dir.string(), "vaultgate proxy CA");
+    log_info("generated a new proxy CA in " + (dir.empty() ? std::string(".") : dir.string()) +
+             "; sandboxes must trust " + config.ca_cert);
+}
+
+std::string read_file(const std::string& path, const std::string& what) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::runtime_error(what + ": cannot read " + path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+// The 1 s tick: expire sessions, free idle cached blocks, trim when due.
+void on_tick(AdminApi& api, Server& server, TrimSchedule& trim) {
+    api.expire_sessions(std::chrono::system_clock::now());
+    // Give memory freed by closed or parked connections back to the
+    // system, so a burst of connections does not leave the RSS high.
+    const Metrics& metrics = server.metrics();
+    // Blocks kept for new connections are freed once unused for
+    // 0.5 s (so 0.5-1.5 s after, on this 1 s tick), whatever freed them (closed clients, or pooled upstream
+    // connections the sweep closed with no client activity at all).
+    if (block_cache::bytes_held_by_all_threads() > 0) server.release_idle_blocks();
+    const std::uint64_t opened = metrics.connections_total();
+    const std::uint64_t active = metrics.active_connections();
+    const FreeCounts freed{opened > active ? opened - active : 0, metrics.requests_total(),
+                           block_cache::blocks_freed_by_all_threads()};
+    if (trim.due(freed)) malloc_trim(0);
+}
+
+// SIGHUP: a new config replaces vaults, sessions and policies; a bad one changes nothing.
+void reload(AdminApi& api, const std::string& path) {
+    sd_notify_state("RELOADING=1");
+    log_info("SIGHUP: reloading " + path);
+    auto next = load_or_report(path);
+    if (!next) {
+        log_error("reload refused: the new config is invalid; the running config stays");
+    } else {
+        try {
+            api.reload_config(*next);
+            log_info("reload done: vaults, sessions and policies replaced "
+                     "(listeners, CA, store and limits need a restart)");
+        } catch (const std::exception& e) {
+            log_error(std::string("reload refused: ") + e.what());
+        }
+    }
+    sd_notify_state("READY=1");
+}
+
+}  // namespace
+
+int check_config(const std::string& path) {
+    auto config = load_or_report(path);
+    if (!config) return 2;
+    try {
+        std::vector<std::string> warnings;
+        build_state(*config, warnings);
+    } catch (const ConfigError& e) {
+        std::fprintf(stderr, "vaultgate: %s\n", e.what());
+        return 2;
+    }
+    return 0;
+}
+
+int run_gateway(const GatewayOptions& gateway) {
+    // Blocks of 4 KiB and more (OpenSSL's per-connection state and record
+    // buffers, receive buffers) that the heap's free lists cannot serve get
+    // pages of their own instead of growing the heap between small objects.
+    // Freed, those go back to the system whole, and a burst of connections
+    // does not leave the small objects idle connections keep scattered over
+    // mostly empty pages (docs/benchmarks.md: memory per idle connection).
+    // Setting it also ends glibc's raising of the threshold after frees. The
+    // mmap/munmap calls this would cost every new connection are mostly saved
+    // by the I/O threads' block caches (block_cache.hpp); busy connections
+    // keep their buffers and make none.
+    mallopt(M_MMAP_THRESHOLD, 4096);
+    const std::string& path = gateway.config_path;
+    auto config = load_or_report(path);
+    if (!config) return 2;
+    LogLevel level = LogLevel::info;
+    parse_log_level(config->log_level, level);
+    set_log_level(level);
+    if (!block_cache::openssl_allocations_routed())
+        log_warn("OpenSSL allocations are not routed through the block cache: each new TLS connection "
+                 "will cost a few more mmap/munmap calls");
+
+    // The first real snapshot comes from the admin API's load() below, which
+    // reads the config's credentials and the store; until then nothing is served.
+    auto state = std::make_shared<const GatewayState>();
+    ensure_ca(*config);
+    if (!config->listen_admin.is_unix() && !config->admin_token_file) {
+        std::fprintf(stderr, "vaultgate: %s: admin.token_file is required when listen.admin is a TCP address "
+                             "(or use listen.admin: unix:/path)\n", path.c_str());
+        return 2;
+    }
+    std::optional<std::string> admin_token;
+    if (config->admin_token_file) admin_token = read_admin_token_file(*config->admin_token_file, "admin.token_file");
+
+    // The store: a wrong master key or a damaged file stops the start here.
+    auto master_key = load_master_key(config->store_master_key_file);
+    // An older copy of the store put back is refused unless --allow-rollback.
+    auto store = guard_against_rollback(open_file_store(config->store_path, master_key),
+                                        generation_record_path(config->store_path), gateway.allow_rollback);
+
+    // Signals are taken synchronously by this thread; worker threads inherit the mask.
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+    std::signal(SIGPIPE, SIG_IGN);
+
+    std::unique_ptr<AdminApi> api;
+    ServerOptions options;
+    options.admin_handler = [&api](const AdminRequest& request) { return api->handle(request); };
+    options.admin_token = admin_token;
+    options.on_proxy_bound = [&api, &config](std::uint16_t port) {
+        ListenAddress bound = config->listen_proxy;
+        bound.port = port;
+        api->set_proxy_url("http://" + bound.to_string());
+    };
+    auto server = make_server(*config, state, options);
+
+    AdminOptions admin_options;
+    admin_options.proxy_url = "http://" + config->listen_proxy.to_string();
+    admin_options.ca_cert_pem = read_file(config->ca_cert, "ca.cert");
+    Server* srv = server.get();
+    api = std::make_unique<AdminApi>(
+        *config, std::move(store), master_key, admin_options,
+        [srv](std::shared_ptr<const GatewayState> s) { srv->replace_state(std::move(s)); }, &server->access_log(),
+        &server->metrics(), [srv] { return srv->metrics_extras(); });
+    api->on_session_closed = [srv](const std::string& id) { srv->close_session_connections(id); };
+    try {
+        api->load();
+    } catch (const ConfigError& e) {
+        std::fprintf(stderr, "vaultgate: %s\n", e.what());
+        return 2;
+    }
+    server->start();
+    sd_notify_state("READY=1\nSTATUS=serving");
+
+    TrimSchedule trim;
+    for (;;) {
+        // Wakes at least once a second to close sessions whose TTL ran out.
+        timespec tick{1, 0};
+        int sig = sigtimedwait(&signals, nullptr, &tick);
+        if (sig < 0) {
+            on_tick(*api, *server, trim);
+            continue;
+        }
+        if (sig == SIGHUP) {
+            reload(*api, path);
+            continue;
+        }
+        sd_notify_state("STOPPING=1");
+        log_info("draining connections, at most " + std::to_string(config->limits.drain_timeout.count()) + " ms");
+        server->stop(config->limits.drain_timeout);
+        server->wait();
+        log_info("stopped");
+        return 0;
+    }
+}
+
+}  // namespace vaultgate

@@ -1,0 +1,296 @@
+// The API's data and the save-then-publish cycle behind every change.
+#include "vaultgate/admin/catalog.hpp"
+
+#include "vaultgate/admin/api_error.hpp"
+#include "vaultgate/observe/diag_log.hpp"
+
+#include <algorithm>
+
+namespace vaultgate::admin {
+
+namespace {
+
+using sys_clock = std::chrono::system_clock;
+
+std::string source_prefix(const Config& config) {
+    return config.source_path.empty() ? std::string() : config.source_path + ": ";
+}
+
+// The first session of the composed state with two bindings that tie, as
+// "session <id>: <binding> and <binding> bind ...".
+std::optional<std::string> first_binding_tie(const GatewayState& config_state, const Config& config,
+                                             const StoreData& data) {
+    const auto state = compose_state(config_state, config, data, sys_clock::now(), nullptr, nullptr);
+    for (const auto& [id, session] : state->sessions)
+        if (auto tie = state->find_binding_tie(session))
+            return "session " + id + ": " + tie->first + " and " + tie->second +
+                   " bind the same host, port and path_prefix";
+    return std::nullopt;
+}
+
+// The snapshot is keyed by vault name, so a config vault and an API vault
+// of one name cannot both be served.
+void check_vault_names(const Config& config, const StoreData& data) {
+    for (const auto& vc : config.vaults)
+        for (const auto& v : data.vaults)
+            if (v.name == vc.name)
+                throw ConfigError(source_prefix(config) + "vaults: '" + vc.name +
+                                  "' is already the name of a vault made through the admin API (" + v.id +
+                                  "); rename one of them");
+}
+
+}  // namespace
+
+Catalog::Catalog(Config config, std::unique_ptr<VaultStore> store, Secret master_key, Publish publish)
+    : config_(std::move(config)),
+      store_(std::move(store)),
+      master_key_(std::move(master_key)),
+      publish_(std::move(publish)),
+      config_state_(std::make_shared<GatewayState>()) {}
+
+std::shared_ptr<const GatewayState> Catalog::build_config_state(const Config& config) {
+    std::vector<std::string> warnings;
+    auto state = build_state(config, warnings);
+    for (const auto& w : warnings) log_warn(w);
+    return state;
+}
+
+void Catalog::load() {
+    StoreData data = store_->load();
+    auto config_state = build_config_state(config_);
+    check_vault_names(config_, data);
+    // Stored before such ties were refused: requests they match are refused
+    // (binding_conflict) until the session or a binding goes.
+    if (auto tie = first_binding_tie(*config_state, config_, data))
+        log_warn("admin API: " + *tie + "; requests that match both are refused");
+    data_ = std::move(data);
+    config_state_ = std::move(config_state);
+    config_loaded_ms_ = to_ms(sys_clock::now());
+    loaded_ = true;
+    publish(sys_clock::now());
+}
+
+void Catalog::reload(Config config, std::shared_ptr<const GatewayState> config_state) {
+    check_vault_names(config, data_);
+    if (loaded_)
+        if (auto tie = first_binding_tie(*config_state, config, data_))
+            throw ConfigError(source_prefix(config) + *tie + "; the config is not reloaded");
+    config_ = std::move(config);
+    config_state_ = std::move(config_state);
+    config_loaded_ms_ = to_ms(sys_clock::now());
+    if (loaded_) publish(sys_clock::now());
+}
+
+std::vector<std::string> Catalog::expire(sys_clock::time_point now) {
+    std::vector<std::string> expired;
+    if (!loaded_) return expired;
+    const std::int64_t now_ms = to_ms(now);
+    for (const auto& s : data_.sessions)
+        if (s.expires_at_ms <= now_ms) expired.push_back(s.id);
+    // The common tick finds nothing, and copies nothing.
+    if (expired.empty()) return expired;
+    StoreData next = data_;
+    std::erase_if(next.sessions, [&](const StoredSession& s) { return s.expires_at_ms <= now_ms; });
+    next.generation = data_.generation + 1;
+    try {
+        store_->save(next);
+    } catch (const StoreError& e) {
+        // The sessions are over either way: compose_state leaves expired
+        // sessions out, also after a restart, and the next successful save
+        // drops them from the file.
+        log_error(std::string("admin API: expired sessions stay in the store until the next save: ") + e.what());
+    }
+    data_ = std::move(next);
+    publish(now);
+    return expired;
+}
+
+std::optional<Catalog::VaultRef> Catalog::find_vault(std::string_view id) const {
+    for (std::size_t i = 0; i < data_.vaults.size(); ++i)
+        if (data_.vaults[i].id == id) return VaultRef{&data_.vaults[i], i, nullptr};
+    for (const auto& vc : config_.vaults)
+        if (vc.name == id) return VaultRef{nullptr, 0, &vc};
+    return std::nullopt;
+}
+
+std::size_t Catalog::writable_vault(std::string_view id) const {
+    const auto ref = find_vault(id);
+    if (!ref) fail(404, "vault_not_found", "no vault with this id");
+    if (ref->config)
+        fail(409, "read_only", "vault '" + ref->config->name + "' is defined in the config file; change it there");
+    return ref->index;
+}
+
+std::size_t Catalog::credential_index(std::size_t vault, std::string_view name) const {
+    const auto& credentials = data_.vaults[vault].credentials;
+    for (std::size_t i = 0; i < credentials.size(); ++i)
+        if (credentials[i].name == name) return i;
+    fail(404, "credential_not_found", "the vault has no credential of this name");
+}
+
+StoredVault Catalog::add_vault(std::string name) {
+    const auto taken = [&](const auto& v) { return v.name == name; };
+    if (std::any_of(config_.vaults.begin(), config_.vaults.end(), taken) ||
+        std::any_of(data_.vaults.begin(), data_.vaults.end(), taken))
+        fail(409, "name_taken", "a vault named '" + name + "' already exists");
+
+    StoreData next = data_;
+    StoredVault vault;
+    vault.id = random_id("vlt_");
+    vault.name = std::move(name);
+    vault.created_at_ms = to_ms(sys_clock::now());
+    next.vaults.push_back(vault);
+    commit(std::move(next));
+    return vault;
+}
+
+void Catalog::add_credential(std::size_t vault, std::string name, Secret value) {
+    for (const auto& c : data_.vaults[vault].credentials)
+        if (c.name == name) fail(409, "credential_exists", "credential '" + name + "' exists; rotate it with PUT");
+
+    StoreData next = data_;
+    StoredCredential credential;
+    credential.name = std::move(name);
+    credential.value = std::move(value);
+    credential.version = 1;
+    credential.updated_at_ms = to_ms(sys_clock::now());
+    next.vaults[vault].credentials.push_back(std::move(credential));
+    commit(std::move(next));
+}
+
+std::uint64_t Catalog::rotate_credential(std::size_t vault, std::size_t credential, Secret value) {
+    StoreData next = data_;
+    StoredCredential& c = next.vaults[vault].credentials[credential];
+    c.value = std::move(value);
+    c.version += 1;
+    c.updated_at_ms = to_ms(sys_clock::now());
+    const std::uint64_t version = c.version;
+    // Saved and published before the answer: the next proxied request uses the new value.
+    commit(std::move(next));
+    return version;
+}
+
+void Catalog::remove_credential(std::size_t vault, std::string_view name) {
+    const std::size_t ci = credential_index(vault, name);
+    // A service left without its credential would answer 503 to every
+    // request; the caller removes the binding first, on purpose.
+    for (const auto& s : data_.vaults[vault].services)
+        if (s.config.auth.key == name)
+            fail(409, "credential_in_use", "service " + s.id + " injects this credential; delete the service first");
+
+    StoreData next = data_;
+    auto& credentials = next.vaults[vault].credentials;
+    credentials.erase(credentials.begin() + static_cast<std::ptrdiff_t>(ci));
+    commit(std::move(next));
+}
+
+StoredService Catalog::add_service(std::size_t vault, ServiceConfig config) {
+    const auto& credentials = data_.vaults[vault].credentials;
+    const bool known = std::any_of(credentials.begin(), credentials.end(),
+                                   [&](const StoredCredential& c) { return c.name == config.auth.key; });
+    if (!known)
+        fail(400, "unknown_credential", "auth_config.key: the vault has no credential of that name; create it first");
+
+    for (const auto& other : data_.vaults[vault].services)
+        if (other.config.same_binding(config))
+            fail(409, "binding_conflict",
+                 "service " + other.id + " of this vault already binds the same host, port and path_prefix");
+
+    StoreData next = data_;
+    StoredService service;
+    service.id = random_id("svc_");
+    service.config = std::move(config);
+    next.vaults[vault].services.push_back(service);
+    const std::string vault_name = data_.vaults[vault].name;
+    refuse_binding_ties(next, [&](const Session& s) {
+        return std::find(s.vault_names.begin(), s.vault_names.end(), vault_name) != s.vault_names.end();
+    });
+    commit(std::move(next));
+    return service;
+}
+
+void Catalog::remove_service(std::size_t vault, std::string_view service_id) {
+    StoreData next = data_;
+    auto& services = next.vaults[vault].services;
+    const auto it =
+        std::find_if(services.begin(), services.end(), [&](const StoredService& s) { return s.id == service_id; });
+    if (it == services.end()) fail(404, "service_not_found", "the vault has no service with this id");
+    services.erase(it);
+    commit(std::move(next));
+}
+
+void Catalog::add_session(const StoredSession& session) {
+    refuse_source_overlap(session);
+    StoreData next = data_;
+    next.sessions.push_back(session);
+    refuse_binding_ties(next, [&](const Session& s) { return s.id == session.id; });
+    commit(std::move(next));
+}
+
+std::string Catalog::remove_session(std::string_view id) {
+    StoreData next = data_;
+    const auto it = std::find_if(next.sessions.begin(), next.sessions.end(),
+                                 [&](const StoredSession& s) { return s.id == id; });
+    if (it == next.sessions.end()) {
+        if (config_.sessions.count(std::string(id)))
+            fail(409, "read_only", "session '" + std::string(id) + "' is defined in the config file");
+        fail(404, "session_not_found", "no session with this id");
+    }
+    std::string session_id = it->id;
+    next.sessions.erase(it);
+    commit(std::move(next));
+    return session_id;
+}
+
+// A transparent client is given the session with the narrowest source
+// range that holds it; two live sessions with one range could not be told apart.
+void Catalog::refuse_source_overlap(const StoredSession& session) const {
+    if (!session.source) return;
+    const std::int64_t now_ms = to_ms(sys_clock::now());
+    for (const auto& other : data_.sessions)
+        if (other.source && other.expires_at_ms > now_ms && same_source_range(*other.source, *session.source))
+            fail(409, "source_conflict",
+                 "source: session " + other.id + " is already pinned to this range; pick a narrower or "
+                 "another one, or delete that session first");
+}
+
+// Refuses a change after which one of the `affected` sessions would hold two
+// bindings that no rule of specificity can choose between.
+void Catalog::refuse_binding_ties(const StoreData& next, const std::function<bool(const Session&)>& affected) const {
+    const auto state = compose_state(*config_state_, config_, next, sys_clock::now(), published_.get(), nullptr);
+    for (const auto& [id, session] : state->sessions) {
+        if (!affected(session)) continue;
+        if (auto tie = state->find_binding_tie(session))
+            fail(409, "binding_conflict",
+                 tie->first + " and " + tie->second +
+                     " bind the same host, port and path_prefix for one session; change one path_prefix, "
+                     "or use the vaults in different sessions");
+    }
+}
+
+// Saves `next` as a whole, then makes it current and publishes it. A failed
+// save changes nothing in memory, so memory and disk never disagree.
+void Catalog::commit(StoreData next) {
+    next.generation = data_.generation + 1;
+    try {
+        store_->save(next);
+    } catch (const StoreError& e) {
+        log_error(std::string("admin API: change not saved: ") + e.what());
+        fail(500, "store_write_failed", "the change could not be saved; nothing was changed");
+    }
+    data_ = std::move(next);
+    publish(sys_clock::now());
+}
+
+void Catalog::publish(sys_clock::time_point now) {
+    if (!publish_) return;
+    // Redaction tables of unchanged API services are taken over from the
+    // last state; only new or changed ones are built (and warned about).
+    std::vector<std::string> warnings;
+    auto state = compose_state(*config_state_, config_, data_, now, published_.get(), &warnings);
+    for (const auto& w : warnings) log_warn(w);
+    published_ = state;
+    publish_(std::move(state));
+}
+
+}  // namespace vaultgate::admin
