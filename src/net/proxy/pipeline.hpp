@@ -71,15 +71,15 @@ struct RefusalSite {
 // The destination of a refusal that has none (a target that could not be read).
 const Authority& no_destination();
 
-// A request that could not be read (a broken request line or head, a target
-// that is no proxy request): denied, with none of the client's bytes (they may
-// hold a secret); its refusals give the reason `malformed_request`.
 // A refusal the client is told of but the log is not: a request that never fully arrived.
 inline Refusal unlogged(Refusal r) {
     r.logged = false;
     return r;
 }
 
+// A request that could not be read (a broken request line or head, a target
+// that is no proxy request): denied, with none of the client's bytes (they may
+// hold a secret); its refusals give the reason `malformed_request`.
 inline RefusalSite malformed_site(clock::time_point start) { return {"denied", "-", no_destination(), start}; }
 
 void record_refusal(const ClientContext& ctx, const RefusalSite& site, const RequestLine& line);
