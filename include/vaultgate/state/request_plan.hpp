@@ -39,6 +39,8 @@ struct Refusal {
 Refusal refusal(int status, std::string_view code, std::string message, std::string_view reason = {});
 // A 403 egress_denied refusal.
 Refusal denial(DenyReason reason);
+// A 407 asking for Proxy-Authorization, logged with `reason`.
+Refusal proxy_auth_refusal(std::string_view reason);
 
 // What the forward step sends and how it handles the exchange.
 struct RequestPlan {

@@ -98,6 +98,14 @@ Refusal denial(DenyReason reason) {
     return r;
 }
 
+Refusal proxy_auth_refusal(std::string_view reason) {
+    Refusal r;
+    r.status = 407;
+    r.form = Refusal::Form::proxy_auth;
+    r.reason = reason;
+    return r;
+}
+
 Decision decide_bound_request(const GatewayState& state, std::string_view session_id, const Authority& dest,
                               RequestHead&& req, std::chrono::system_clock::time_point now) {
     Decision d;
@@ -118,9 +126,7 @@ Decision decide_bound_request(const GatewayState& state, std::string_view sessio
 
     const Session* session = state.active_session(session_id, now);
     if (!session) {
-        d.refusal.status = 407;
-        d.refusal.form = Refusal::Form::proxy_auth;
-        d.refusal.reason = "session_gone";
+        d.refusal = proxy_auth_refusal("session_gone");
         return d;
     }
     plan.session = session;

@@ -42,11 +42,6 @@ struct RequestLine {
 void record_request(const ClientContext& ctx, std::string_view ingress, const Authority& dest,
                     clock::time_point start, const RequestLine& line);
 
-// Logs a request that could not be read (a broken request line or head, a
-// target that is no proxy request) as denied, `malformed_request`, with none
-// of the client's bytes: they may hold a secret.
-void record_malformed_request(const ClientContext& ctx, int status, clock::time_point start);
-
 // A fresh context for an accepted socket: its watchdog started and watching it,
 // the client's address (as the accept loop read it), Nagle off, non-blocking.
 ClientContext make_client_context(std::shared_ptr<Runtime> rt, tcp::socket& client, std::string client_ip);

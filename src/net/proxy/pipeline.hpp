@@ -3,7 +3,8 @@
 //   decide (pure, vaultgate/state/request_plan.hpp) -> credential step
 //   (awaitable: minting a token will take network time) -> forward -> log.
 // A refusal from any step ends in answer_refusal, the one place that turns it
-// into the access-log line (with its metrics) and the reply.
+// into the access-log line (with its metrics) and the reply; refusals made
+// before a front exists (CONNECT, a connection's first head) end there too.
 //
 // A front is the client codec of one connection (HTTP/1.1 today: the MITM
 // session and plain http:// forwarding). It offers:
@@ -54,6 +55,65 @@ awaitable<void> answer_refusal(Front& front, const Refusal& refusal, RequestLine
         front.log(line);
     }
     co_await front.send_refusal(refusal);
+}
+
+// Where a refusal made before any front exists (a connection's first head, a
+// CONNECT, a redirected connection) is logged: the connection's fields, no path.
+struct RefusalSite {
+    std::string_view ingress;  // "denied", or "tunnel" for a destination that failed
+    std::string_view method;   // "-": a head that could not be read
+    // Also what a denial's reply names. A reference, so a site is trivially
+    // destroyed: GCC 12 frees a temporary holding a string twice in a co_await.
+    const Authority& dest;
+    clock::time_point start;
+};
+
+// The destination of a refusal that has none (a target that could not be read).
+const Authority& no_destination();
+
+// A refusal the client is told of but the log is not: a request that never fully arrived.
+inline Refusal unlogged(Refusal r) {
+    r.logged = false;
+    return r;
+}
+
+// A request that could not be read (a broken request line or head, a target
+// that is no proxy request): denied, with none of the client's bytes (they may
+// hold a secret); its refusals give the reason `malformed_request`.
+inline RefusalSite malformed_site(clock::time_point start) { return {"denied", "-", no_destination(), start}; }
+
+void record_refusal(const ClientContext& ctx, const RefusalSite& site, const RequestLine& line);
+
+// The HTTP/1.1 reply to a refusal on a TCP client; with `half_close`, the
+// client then reads the end of the stream.
+awaitable<void> send_http_refusal(ClientContext& ctx, tcp::socket& client, const Refusal& refusal,
+                                  const Authority& dest, bool half_close = true);
+
+// The reply of answer_refusal below for an HTTP client before any front.
+struct HttpRefusalReply {
+    ClientContext& ctx;
+    tcp::socket& client;
+    bool half_close = true;
+    awaitable<void> operator()(const Refusal& refusal, const Authority& dest) const {
+        return send_http_refusal(ctx, client, refusal, dest, half_close);
+    }
+};
+
+// The same ending before any front: `send(refusal, site.dest)` renders the
+// reply for the connection's wire (an HTTP answer, a TLS alert).
+template <class Send>
+struct EarlyFront {
+    ClientContext& ctx;
+    const RefusalSite& site;
+    const Send& send;
+    void log(const RequestLine& line) { record_refusal(ctx, site, line); }
+    awaitable<void> send_refusal(const Refusal& r) { return send(r, site.dest); }
+};
+
+template <class Send>
+awaitable<void> answer_refusal(ClientContext& ctx, const RefusalSite& site, const Refusal& refusal, Send send) {
+    EarlyFront<Send> front{ctx, site, send};
+    co_await answer_refusal(front, refusal, RequestLine{});
 }
 
 // A front that reads heads itself (a connection of several requests).

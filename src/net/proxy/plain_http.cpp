@@ -7,7 +7,6 @@
 #include "net/upstream/dialer.hpp"
 #include "net/proxy/pipeline.hpp"
 #include "net/io/http_io.hpp"
-#include "net/proxy/proxy_responses.hpp"
 
 namespace vaultgate::net {
 
@@ -27,12 +26,6 @@ bool split_http_url(std::string_view target, std::string_view& authority, std::s
     if (auto hash = origin_form.find('#'); hash != std::string::npos) origin_form.resize(hash);
     // Userinfo ("http://allowed@evil/") is refused: it only ever confuses readers.
     return authority.find('@') == std::string_view::npos;
-}
-
-awaitable<void> answer(ClientContext& ctx, tcp::socket& client, std::string response) {
-    co_await write_all(client, response, *ctx.watchdog, ctx.rt->config.limits.idle_timeout);
-    error_code ignored;
-    client.shutdown(tcp::socket::shutdown_send, ignored);
 }
 
 // The pipeline's front (pipeline.hpp) for the one request of a plain
@@ -62,7 +55,7 @@ public:
                                     std::move(req));
     }
     awaitable<void> send_refusal(const Refusal& refusal) {
-        co_await answer(ctx_, client_, refusal_response(refusal, dest_));
+        co_await send_http_refusal(ctx_, client_, refusal, dest_);
     }
     awaitable<bool> send_request(const RequestPlan& plan, std::string& wire, ExchangeResult& result) {
         policy_ = &plan.session->policy;
@@ -129,16 +122,19 @@ awaitable<void> handle_plain_http(ClientContext& ctx, tcp::socket& client, ReadB
     std::string_view authority_text;
     std::string origin_form;
     if (!split_http_url(req.target, authority_text, origin_form)) {
-        record_malformed_request(ctx, 400, start);
-        co_await answer(ctx, client,
-                        error_response(400, "not_a_proxy_request",
-                                       "send CONNECT host:port, or an absolute-form http:// request", true));
+        co_await answer_refusal(ctx, malformed_site(start),
+                                refusal(400, "not_a_proxy_request",
+                                        "send CONNECT host:port, or an absolute-form http:// request",
+                                        "malformed_request"),
+                                HttpRefusalReply{ctx, client});
         co_return;
     }
     auto parsed = parse_authority(authority_text, 80);
     if (!parsed) {
-        record_malformed_request(ctx, 400, start);
-        co_await answer(ctx, client, error_response(400, "bad_authority", host_error_text(parsed.error), true));
+        co_await answer_refusal(ctx, malformed_site(start),
+                                refusal(400, "bad_authority", std::string(host_error_text(parsed.error)),
+                                        "malformed_request"),
+                                HttpRefusalReply{ctx, client});
         co_return;
     }
     PlainFront front(ctx, client, buf, std::move(state), *parsed.authority, std::move(origin_form), start,

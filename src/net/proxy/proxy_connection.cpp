@@ -6,8 +6,8 @@
 #include "net/upstream/dialer.hpp"
 #include "net/io/hello_peek.hpp"
 #include "net/io/http_io.hpp"
+#include "net/proxy/pipeline.hpp"
 #include "net/proxy/plain_http.hpp"
-#include "net/proxy/proxy_responses.hpp"
 #include "net/proxy/session_auth.hpp"
 #include "net/io/splice.hpp"
 #include "vaultgate/observe/diag_log.hpp"
@@ -20,19 +20,9 @@ namespace {
 
 constexpr std::string_view connection_established = "HTTP/1.1 200 Connection established\r\n\r\n";
 
-awaitable<void> refuse(ClientContext& ctx, tcp::socket& client, std::string response) {
-    co_await write_all(client, response, *ctx.watchdog, ctx.rt->config.limits.idle_timeout);
-    error_code ignored;
-    client.shutdown(tcp::socket::shutdown_send, ignored);
-}
-
-awaitable<void> deny(ClientContext& ctx, tcp::socket& client, DenyReason reason, const Authority& dest,
-                     std::string_view method, clock::time_point start) {
-    auto e = access_entry(ctx, "denied", method, dest, start);
-    e.status = 403;
-    e.reason = std::string(deny_reason_name(reason));
-    ctx.rt->record(e);
-    co_await refuse(ctx, client, denied_response(reason, dest));
+// A refusal of the connection's first request, answered in HTTP and logged at `site`.
+awaitable<void> refuse(ClientContext& ctx, tcp::socket& client, const RefusalSite& site, const Refusal& refusal) {
+    co_await answer_refusal(ctx, site, refusal, HttpRefusalReply{ctx, client});
 }
 
 // Handles a CONNECT up to the point where the connection becomes a tunnel or
@@ -43,29 +33,24 @@ awaitable<ConnectionPhase> handle_connect(ClientContext& ctx, tcp::socket& clien
     ConnectionPhase next;
     auto parsed = parse_authority(req.target, 0);
     if (!parsed) {
-        auto e = access_entry(ctx, "denied", "CONNECT", Authority{}, start);
-        e.status = 400;
-        e.reason = "bad_authority";
-        ctx.rt->record(e);
-        co_await refuse(ctx, client,
-                        error_response(400, "bad_authority",
-                                       std::string("CONNECT target: ") + std::string(host_error_text(parsed.error)),
-                                       true));
+        co_await refuse(ctx, client, {"denied", "CONNECT", no_destination(), start},
+                        refusal(400, "bad_authority",
+                                std::string("CONNECT target: ") + std::string(host_error_text(parsed.error))));
         co_return next;
     }
     Authority dest = *parsed.authority;
     auto route = state.route(session, dest, EgressKind::connect);
 
     if (route.kind == RouteKind::denied) {
-        co_await deny(ctx, client, route.reason, dest, "CONNECT", start);
+        co_await refuse(ctx, client, {"denied", "CONNECT", dest, start}, denial(route.reason));
         co_return next;
     }
     if (route.kind == RouteKind::mitm) {
         // The TLS handshake must start after our 200; bytes sent before it would
         // be a ClientHello we cannot hand to the TLS layer.
         if (!buf.empty()) {
-            co_await refuse(ctx, client,
-                            error_response(400, "early_data", "send the TLS handshake after the 200 response", true));
+            co_await refuse(ctx, client, {"denied", "CONNECT", dest, start},
+                            unlogged(refusal(400, "early_data", "send the TLS handshake after the 200 response")));
             co_return next;
         }
         if (co_await write_all(client, connection_established, *ctx.watchdog, ctx.rt->config.limits.idle_timeout))
@@ -79,20 +64,14 @@ awaitable<ConnectionPhase> handle_connect(ClientContext& ctx, tcp::socket& clien
     tcp::socket upstream(client.get_executor());
     auto dialed = co_await dial_checked(*ctx.rt, session.policy, dest, upstream, *ctx.watchdog);
     if (dialed.denied != DenyReason::none) {
-        co_await deny(ctx, client, dialed.denied, dest, "CONNECT", start);
+        co_await refuse(ctx, client, {"denied", "CONNECT", dest, start}, denial(dialed.denied));
         co_return next;
     }
     if (!dialed.ok()) {
-        int status = dialed.timed_out ? 504 : 502;
-        auto e = access_entry(ctx, "tunnel", "CONNECT", dest, start);
-        e.status = status;
-        e.reason = dialed.timed_out ? "upstream_timeout" : "upstream_unreachable";
-        ctx.rt->record(e);
-        co_await refuse(ctx, client,
-                        error_response(status, e.reason,
-                                       dialed.timed_out ? "the destination did not answer in time"
-                                                        : "cannot connect to the destination",
-                                       true));
+        const Refusal failed = dialed.timed_out
+                                   ? refusal(504, "upstream_timeout", "the destination did not answer in time")
+                                   : refusal(502, "upstream_unreachable", "cannot connect to the destination");
+        co_await refuse(ctx, client, {"tunnel", "CONNECT", dest, start}, failed);
         co_return next;
     }
     if (co_await write_all(client, connection_established, *ctx.watchdog, ctx.rt->config.limits.idle_timeout))
@@ -125,10 +104,9 @@ awaitable<FirstBytes> judge_first_bytes(ClientContext& ctx, tcp::socket& client,
     if (peeked.hello.status == HelloStatus::incomplete && !peeked.timed_out) co_return FirstBytes::ended;
     const DenyReason reason = check_tunnel_sni(policy, dest, peeked.hello);
     if (reason == DenyReason::none) co_return FirstBytes::pass;
-    auto e = access_entry(ctx, "denied", "CONNECT", dest, start);
-    e.status = 403;
-    e.reason = std::string(deny_reason_name(reason));
-    ctx.rt->record(e);
+    // Told by the tunnel's end alone: the client already has its 200.
+    auto no_reply = [](const Refusal&, const Authority&) -> awaitable<void> { co_return; };
+    co_await answer_refusal(ctx, {"denied", "CONNECT", dest, start}, denial(reason), no_reply);
     co_return FirstBytes::refused;
 }
 
@@ -214,13 +192,6 @@ void record_request(const ClientContext& ctx, std::string_view ingress, const Au
     ctx.rt->record(e);
 }
 
-void record_malformed_request(const ClientContext& ctx, int status, clock::time_point start) {
-    auto e = access_entry(ctx, "denied", "-", Authority{}, start);
-    e.status = status;
-    e.reason = "malformed_request";
-    ctx.rt->record(e);
-}
-
 ClientContext make_client_context(std::shared_ptr<Runtime> rt, tcp::socket& client, std::string client_ip) {
     ClientContext ctx;
     ctx.rt = std::move(rt);
@@ -253,31 +224,28 @@ awaitable<ConnectionPhase> serve_first_request(ClientContext& ctx, tcp::socket& 
     auto outcome = co_await read_head(client, buf, req, parse_request_head, head_limits, *ctx.watchdog,
                                       {limits.handshake_timeout, limits.handshake_timeout}, parsed);
     if (outcome == HeadOutcome::invalid) {
-        record_malformed_request(ctx, parsed.http_status, start);
-        co_await refuse(ctx, client, error_response(parsed.http_status, "bad_request", parsed.reason, true));
+        co_await refuse(ctx, client, malformed_site(start),
+                        refusal(parsed.http_status, "bad_request", parsed.reason, "malformed_request"));
         co_return next;
     }
     if (outcome == HeadOutcome::timed_out && !buf.empty()) {
-        co_await refuse(ctx, client, error_response(408, "request_timeout", "the request did not arrive in time", true));
+        co_await refuse(ctx, client, malformed_site(start),
+                        unlogged(refusal(408, "request_timeout", "the request did not arrive in time")));
         co_return next;
     }
     if (outcome != HeadOutcome::ok) co_return next;
     if (is_own_connection(*rt, client)) {
         // vaultgate looping back to itself: no session, the default one least of all.
         error_code ec;
-        co_await deny(ctx, client, DenyReason::self_connection, to_authority(client.local_endpoint(ec)), req.method,
-                      start);
+        const Authority self = to_authority(client.local_endpoint(ec));
+        co_await refuse(ctx, client, {"denied", req.method, self, start}, denial(DenyReason::self_connection));
         co_return next;
     }
 
     std::shared_ptr<const GatewayState> state = rt->snapshot();
     auto auth = authenticate_session(*state, req, ctx.client_ip);
     if (!auth.session) {
-        auto e = access_entry(ctx, "denied", req.method, Authority{}, start);
-        e.status = 407;
-        e.reason = "session_required";
-        rt->record(e);
-        co_await refuse(ctx, client, proxy_auth_required_response());
+        co_await refuse(ctx, client, {"denied", req.method, no_destination(), start}, proxy_auth_refusal("session_required"));
         co_return next;
     }
     ctx.session_id = auth.session->id;

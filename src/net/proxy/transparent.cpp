@@ -8,8 +8,8 @@
 #include "net/upstream/dialer.hpp"
 #include "net/io/hello_peek.hpp"
 #include "net/io/http_io.hpp"
+#include "net/proxy/pipeline.hpp"
 #include "net/proxy/plain_http.hpp"
-#include "net/proxy/proxy_responses.hpp"
 #include "net/proxy/session_auth.hpp"
 #include "net/io/splice.hpp"
 #include "vaultgate/egress/client_hello.hpp"
@@ -48,14 +48,6 @@ std::optional<tcp::endpoint> original_destination(tcp::socket& socket) {
 constexpr unsigned char access_denied_alert[] = {0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x31};
 constexpr unsigned char internal_error_alert[] = {0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x50};
 
-void record_tls(ClientContext& ctx, const char* ingress, int status, std::string reason, const Authority& dest,
-                clock::time_point start) {
-    auto e = access_entry(ctx, ingress, "TLS", dest, start);
-    e.status = status;
-    e.reason = std::move(reason);
-    ctx.rt->record(e);
-}
-
 // Sends the alert and closes gracefully. The peeked ClientHello is read first
 // and the client's close awaited (at most 2 s): closing a socket with unread
 // bytes sends a reset, which can destroy the alert before the client reads it.
@@ -77,10 +69,25 @@ awaitable<void> send_alert_and_close(ClientContext& ctx, tcp::socket& client, st
     }
 }
 
+// The reply of answer_refusal on this listener before any TLS: an alert, not HTTP.
+struct TlsAlertReply {
+    ClientContext& ctx;
+    tcp::socket& client;
+    awaitable<void> operator()(const Refusal& refusal, const Authority&) const {
+        if (refusal.status == 403) return send_alert_and_close(ctx, client, access_denied_alert);
+        return send_alert_and_close(ctx, client, internal_error_alert);
+    }
+};
+
+// A refused redirected connection, logged like a CONNECT (method "TLS") and told by an alert.
+awaitable<void> refuse_tls(ClientContext& ctx, tcp::socket& client, std::string_view ingress, const Authority& dest,
+                           clock::time_point start, const Refusal& refusal) {
+    co_await answer_refusal(ctx, {ingress, "TLS", dest, start}, refusal, TlsAlertReply{ctx, client});
+}
+
 awaitable<void> refuse_tls(ClientContext& ctx, tcp::socket& client, DenyReason reason, const Authority& dest,
                            clock::time_point start) {
-    record_tls(ctx, "denied", 403, std::string(deny_reason_name(reason)), dest, start);
-    co_await send_alert_and_close(ctx, client, access_denied_alert);
+    co_await refuse_tls(ctx, client, "denied", dest, start, denial(reason));
 }
 
 // Plain HTTP redirected to the transparent listener (port 80): the Host header
@@ -95,19 +102,21 @@ awaitable<void> serve_transparent_http(ClientContext& ctx, tcp::socket& client, 
     ParseResult parsed;
     auto outcome = co_await read_head(client, buf, req, parse_request_head, head_limits, *ctx.watchdog,
                                       {limits.header_timeout, limits.header_timeout}, parsed);
+    // These two are answered, not logged; the connection closes without a half-close first.
+    const HttpRefusalReply reply{ctx, client, false};
     if (outcome != HeadOutcome::ok) {
-        if (outcome == HeadOutcome::invalid)
-            co_await write_all(client, error_response(parsed.http_status, "bad_request", parsed.reason, true),
-                               *ctx.watchdog, limits.idle_timeout);
+        if (outcome == HeadOutcome::invalid) {
+            co_await answer_refusal(ctx, malformed_site(start),
+                                    unlogged(refusal(parsed.http_status, "bad_request", parsed.reason)), reply);
+        }
         co_return;
     }
     auto host = req.get("host");
     auto authority = host ? parse_authority(*host, original.port()) : AuthorityResult{};
     if (req.count("host") != 1 || !authority || req.target.empty() || req.target.front() != '/') {
-        co_await write_all(client,
-                           error_response(400, "bad_request", "a request needs one valid Host and an origin-form target",
-                                          true),
-                           *ctx.watchdog, limits.idle_timeout);
+        co_await answer_refusal(
+            ctx, malformed_site(start),
+            unlogged(refusal(400, "bad_request", "a request needs one valid Host and an origin-form target")), reply);
         co_return;
     }
     // From here it is the explicit proxy's absolute-form request.
@@ -196,9 +205,9 @@ awaitable<ConnectionPhase> route_transparent(ClientContext& ctx, tcp::socket& cl
     } else {
         // As for CONNECT: logged, and the client is told rather than reset.
         log_debug("transparent: cannot reach " + format_authority(by_name) + ": " + dialed.error.message());
-        record_tls(ctx, "tunnel", dialed.timed_out ? 504 : 502,
-                   dialed.timed_out ? "upstream_timeout" : "upstream_unreachable", by_name, start);
-        co_await send_alert_and_close(ctx, client, internal_error_alert);
+        const Refusal failed =
+            dialed.timed_out ? refusal(504, "upstream_timeout", {}) : refusal(502, "upstream_unreachable", {});
+        co_await refuse_tls(ctx, client, "tunnel", by_name, start, failed);
     }
     co_return next;
 }
