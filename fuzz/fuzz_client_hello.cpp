@@ -14,7 +14,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     auto r = vaultgate::read_client_hello(in);
     if (r.status == vaultgate::HelloStatus::ok) {
         FUZZ_CHECK(!r.server_name.empty());
-        for (char c : r.server_name) FUZZ_CHECK(static_cast<unsigned char>(c) > 0x20 && static_cast<unsigned char>(c) < 0x7f);
+        for (char c : r.server_name)
+            FUZZ_CHECK(static_cast<unsigned char>(c) > 0x20 && static_cast<unsigned char>(c) < 0x7f);
         // More bytes after a complete hello never change the answer.
         std::string longer(in);
         longer += "trailing";

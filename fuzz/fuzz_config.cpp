@@ -32,7 +32,8 @@ void check_config(const Config& cfg) {
             FUZZ_CHECK(!rule.host.empty());
             FUZZ_CHECK(!rule.port || *rule.port != 0);
         }
-        for (const Cidr& c : policy.allowed_cidrs) FUZZ_CHECK(c.prefix_len >= 0 && c.prefix_len <= (c.base.v6 ? 128 : 32));
+        for (const Cidr& c : policy.allowed_cidrs)
+            FUZZ_CHECK(c.prefix_len >= 0 && c.prefix_len <= (c.base.v6 ? 128 : 32));
     }
     for (const VaultConfig& vault : cfg.vaults) {
         FUZZ_CHECK(!vault.name.empty());

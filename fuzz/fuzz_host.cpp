@@ -26,8 +26,8 @@ namespace {
 
 bool canonical_chars(std::string_view s) {
     for (char c : s) {
-        const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_' ||
-                        c == ':';
+        const bool ok =
+            (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_' || c == ':';
         if (!ok) return false;
     }
     return true;
@@ -56,21 +56,21 @@ void check_normalised(const std::string& host, HostKind kind) {
     FUZZ_CHECK(!host.empty() && canonical_chars(host));
     const std::optional<IpAddress> ip = parse_ip_strict(host);
     switch (kind) {
-    case HostKind::name:
-        // A name that libc would take as an address would be checked as a name
-        // and dialled as an address: the allow list and the private-address
-        // rule would both be bypassed.
-        FUZZ_CHECK(!ip);
-        FUZZ_CHECK(!libc_reads_as_ipv4(host));
-        FUZZ_CHECK(host.size() <= 253 && host.find(':') == std::string::npos);
-        FUZZ_CHECK(host.front() != '.' && host.back() != '.' && host.find("..") == std::string::npos);
-        break;
-    case HostKind::ipv4:
-    case HostKind::ipv6:
-        FUZZ_CHECK(ip && ip->v6 == (kind == HostKind::ipv6));
-        FUZZ_CHECK(ip->to_string() == host);
-        FUZZ_CHECK(libc_agrees(*ip, host));
-        break;
+        case HostKind::name:
+            // A name that libc would take as an address would be checked as a name
+            // and dialled as an address: the allow list and the private-address
+            // rule would both be bypassed.
+            FUZZ_CHECK(!ip);
+            FUZZ_CHECK(!libc_reads_as_ipv4(host));
+            FUZZ_CHECK(host.size() <= 253 && host.find(':') == std::string::npos);
+            FUZZ_CHECK(host.front() != '.' && host.back() != '.' && host.find("..") == std::string::npos);
+            break;
+        case HostKind::ipv4:
+        case HostKind::ipv6:
+            FUZZ_CHECK(ip && ip->v6 == (kind == HostKind::ipv6));
+            FUZZ_CHECK(ip->to_string() == host);
+            FUZZ_CHECK(libc_agrees(*ip, host));
+            break;
     }
     const HostResult again = normalize_host(host);
     FUZZ_CHECK(again && *again.host == host && again.kind == kind);
@@ -100,10 +100,10 @@ bool must_not_be_global(const IpAddress& a) {
     }
     bool zero_prefix = true;
     for (std::size_t i = 0; i < 15; ++i) zero_prefix = zero_prefix && b[i] == 0;
-    if (zero_prefix && b[15] <= 1) return true;                  // :: and ::1
-    if (b[0] == 0xfe && (b[1] & 0xc0) == 0x80) return true;      // fe80::/10
-    if ((b[0] & 0xfe) == 0xfc) return true;                      // fc00::/7
-    return b[0] == 0xff;                                         // ff00::/8
+    if (zero_prefix && b[15] <= 1) return true;              // :: and ::1
+    if (b[0] == 0xfe && (b[1] & 0xc0) == 0x80) return true;  // fe80::/10
+    if ((b[0] & 0xfe) == 0xfc) return true;                  // fc00::/7
+    return b[0] == 0xff;                                     // ff00::/8
 }
 
 void check_address(const IpAddress& addr) {
@@ -186,7 +186,7 @@ void fuzz_domain_rule(std::string_view in) {
     check_normalised(rule->host, HostKind::name);
     FUZZ_CHECK(rule->matches_host(rule->host) == !rule->wildcard);  // never the apex of a wildcard
     FUZZ_CHECK(rule->matches_host("x." + rule->host) == rule->wildcard);
-    FUZZ_CHECK(!rule->matches_host("x" + rule->host));              // "evilexample.com"
+    FUZZ_CHECK(!rule->matches_host("x" + rule->host));  // "evilexample.com"
     FUZZ_CHECK(!rule->matches_host(rule->host + "."));
 
     const HostResult h = normalize_host(host_text);

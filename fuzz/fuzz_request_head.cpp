@@ -68,26 +68,26 @@ void check_framing(const RequestHead& head, const FramingResult& f) {
     FUZZ_CHECK(head.version_minor == 0 || host == 1);
     if (host == 1) FUZZ_CHECK(!head.get("host")->empty());
     switch (f.framing->kind) {
-    case BodyKind::chunked:
-        FUZZ_CHECK(te == 1 && head.version_minor == 1 && iequals(*head.get("transfer-encoding"), "chunked"));
-        break;
-    case BodyKind::content_length: {
-        FUZZ_CHECK(cl == 1 && te == 0);
-        const std::string_view v = *head.get("content-length");
-        FUZZ_CHECK(!v.empty() && v.find_first_not_of("0123456789") == std::string_view::npos);
-        // The decimal value, recomputed; parse_content_length caps it at 19 digits.
-        std::uint64_t n = 0;
-        for (char c : v) n = n * 10 + static_cast<std::uint64_t>(c - '0');
-        FUZZ_CHECK(n == f.framing->length);
-        break;
-    }
-    case BodyKind::none:
-        FUZZ_CHECK(te == 0 && cl == 0);
-        break;
-    case BodyKind::until_close:
-        // A request body can never be delimited by closing the connection.
-        FUZZ_CHECK(false);
-        break;
+        case BodyKind::chunked:
+            FUZZ_CHECK(te == 1 && head.version_minor == 1 && iequals(*head.get("transfer-encoding"), "chunked"));
+            break;
+        case BodyKind::content_length: {
+            FUZZ_CHECK(cl == 1 && te == 0);
+            const std::string_view v = *head.get("content-length");
+            FUZZ_CHECK(!v.empty() && v.find_first_not_of("0123456789") == std::string_view::npos);
+            // The decimal value, recomputed; parse_content_length caps it at 19 digits.
+            std::uint64_t n = 0;
+            for (char c : v) n = n * 10 + static_cast<std::uint64_t>(c - '0');
+            FUZZ_CHECK(n == f.framing->length);
+            break;
+        }
+        case BodyKind::none:
+            FUZZ_CHECK(te == 0 && cl == 0);
+            break;
+        case BodyKind::until_close:
+            // A request body can never be delimited by closing the connection.
+            FUZZ_CHECK(false);
+            break;
     }
 }
 

@@ -61,20 +61,20 @@ void check_framing(const ResponseHead& head, std::string_view method, const Fram
         return;
     }
     switch (f.framing->kind) {
-    case BodyKind::chunked:
-        FUZZ_CHECK(te == 1 && cl == 0 && head.version_minor == 1);
-        FUZZ_CHECK(iequals(*head.get("transfer-encoding"), "chunked"));
-        break;
-    case BodyKind::content_length:
-        FUZZ_CHECK(te == 0 && cl >= 1);
-        break;
-    case BodyKind::until_close:
-        FUZZ_CHECK(te == 0 && cl == 0);
-        break;
-    case BodyKind::none:
-        // Only the bodiless cases above frame as none for GET/HEAD.
-        FUZZ_CHECK(false);
-        break;
+        case BodyKind::chunked:
+            FUZZ_CHECK(te == 1 && cl == 0 && head.version_minor == 1);
+            FUZZ_CHECK(iequals(*head.get("transfer-encoding"), "chunked"));
+            break;
+        case BodyKind::content_length:
+            FUZZ_CHECK(te == 0 && cl >= 1);
+            break;
+        case BodyKind::until_close:
+            FUZZ_CHECK(te == 0 && cl == 0);
+            break;
+        case BodyKind::none:
+            // Only the bodiless cases above frame as none for GET/HEAD.
+            FUZZ_CHECK(false);
+            break;
     }
 }
 

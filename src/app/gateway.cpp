@@ -6,22 +6,22 @@
 #include "vaultgate/app/sd_notify.hpp"
 #include "vaultgate/app/server.hpp"
 #include "vaultgate/config/config.hpp"
+#include "vaultgate/credentials/admin_token.hpp"
 #include "vaultgate/crypto/ca.hpp"
 #include "vaultgate/mem/block_cache.hpp"
 #include "vaultgate/mem/trim_schedule.hpp"
 #include "vaultgate/observe/diag_log.hpp"
 #include "vaultgate/state/gateway_state.hpp"
-#include "vaultgate/credentials/admin_token.hpp"
 #include "vaultgate/vault/store.hpp"
 
+#include <malloc.h>
+#include <pthread.h>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <sstream>
-#include <malloc.h>
-#include <pthread.h>
 
 namespace vaultgate {
 
@@ -92,8 +92,9 @@ void reload(AdminApi& api, const std::string& path) {
     } else {
         try {
             api.reload_config(*next);
-            log_info("reload done: vaults, sessions and policies replaced "
-                     "(listeners, CA, store and limits need a restart)");
+            log_info(
+                "reload done: vaults, sessions and policies replaced "
+                "(listeners, CA, store and limits need a restart)");
         } catch (const std::exception& e) {
             log_error(std::string("reload refused: ") + e.what());
         }
@@ -135,16 +136,19 @@ int run_gateway(const GatewayOptions& gateway) {
     parse_log_level(config->log_level, level);
     set_log_level(level);
     if (!block_cache::openssl_allocations_routed())
-        log_warn("OpenSSL allocations are not routed through the block cache: each new TLS connection "
-                 "will cost a few more mmap/munmap calls");
+        log_warn(
+            "OpenSSL allocations are not routed through the block cache: each new TLS connection "
+            "will cost a few more mmap/munmap calls");
 
     // The first real snapshot comes from the admin API's load() below, which
     // reads the config's credentials and the store; until then nothing is served.
     auto state = std::make_shared<const GatewayState>();
     ensure_ca(*config);
     if (!config->listen_admin.is_unix() && !config->admin_token_file) {
-        std::fprintf(stderr, "vaultgate: %s: admin.token_file is required when listen.admin is a TCP address "
-                             "(or use listen.admin: unix:/path)\n", path.c_str());
+        std::fprintf(stderr,
+                     "vaultgate: %s: admin.token_file is required when listen.admin is a TCP address "
+                     "(or use listen.admin: unix:/path)\n",
+                     path.c_str());
         return 2;
     }
     std::optional<std::string> admin_token;

@@ -24,8 +24,8 @@ void sd_notify_state(std::string_view state) {
     int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return;
     auto addr_len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + len);
-    [[maybe_unused]] auto sent = ::sendto(fd, state.data(), state.size(), MSG_NOSIGNAL,
-                                          reinterpret_cast<const sockaddr*>(&addr), addr_len);
+    [[maybe_unused]] auto sent =
+        ::sendto(fd, state.data(), state.size(), MSG_NOSIGNAL, reinterpret_cast<const sockaddr*>(&addr), addr_len);
     ::close(fd);
 }
 

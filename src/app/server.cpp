@@ -52,10 +52,9 @@ public:
         resolver_ = std::make_unique<ResolverPool>(8);
         rt.resolver = resolver_.get();
         // A test's explicit count first, then the config's, then one per core.
-        unsigned threads = options_.threads ? options_.threads
-                           : config.limits.worker_threads
-                               ? static_cast<unsigned>(config.limits.worker_threads)
-                               : auto_worker_threads(std::thread::hardware_concurrency());
+        unsigned threads = options_.threads               ? options_.threads
+                           : config.limits.worker_threads ? static_cast<unsigned>(config.limits.worker_threads)
+                                                          : auto_worker_threads(std::thread::hardware_concurrency());
         for (unsigned i = 0; i < threads; ++i) {
             contexts_.push_back(std::make_unique<asio::io_context>(1));
             guards_.emplace_back(asio::make_work_guard(*contexts_.back()));
@@ -78,9 +77,9 @@ public:
         if (options_.admin_handler) {
             const auto& limits = runtime_->config.limits;
             const AdminLimits admin_limits{limits.admin_connections, limits.header_timeout};
-            admin_listener_ = std::make_unique<AdminListener>(admin_context_, runtime_->config.listen_admin,
-                                                              options_.admin_handler, options_.admin_token,
-                                                              admin_limits);
+            admin_listener_ =
+                std::make_unique<AdminListener>(admin_context_, runtime_->config.listen_admin, options_.admin_handler,
+                                                options_.admin_token, admin_limits);
             admin_listener_->start();
             if (auto ep = admin_listener_->tcp_endpoint()) runtime_->self_endpoints.push_back(*ep);
             admin_thread_ = std::thread([this] {
@@ -129,7 +128,8 @@ public:
         if (admin_listener_)
             admin = admin_listener_->tcp_endpoint() ? format_endpoint(*admin_listener_->tcp_endpoint())
                                                     : runtime_->config.listen_admin.to_string();
-        log_info("vaultgate listening: proxy " + format_endpoint(proxy_acceptor_->local_endpoint()) + " admin " + admin +
+        log_info("vaultgate listening: proxy " + format_endpoint(proxy_acceptor_->local_endpoint()) + " admin " +
+                 admin +
                  (transparent_acceptor_ ? " transparent " + format_endpoint(transparent_acceptor_->local_endpoint())
                                         : std::string()));
     }
@@ -172,9 +172,7 @@ public:
         for (auto& ctx : contexts_) asio::post(*ctx, [] { this_thread_upstream_pool().clear(); });
     }
 
-    void replace_state(std::shared_ptr<const GatewayState> state) override {
-        runtime_->publish(std::move(state));
-    }
+    void replace_state(std::shared_ptr<const GatewayState> state) override { runtime_->publish(std::move(state)); }
     std::shared_ptr<const GatewayState> state() const override { return runtime_->snapshot(); }
     AccessLog& access_log() override { return *runtime_->log; }
     Metrics& metrics() override { return runtime_->metrics; }

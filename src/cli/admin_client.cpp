@@ -2,8 +2,8 @@
 
 #include "vaultgate/credentials/admin_token.hpp"
 #include "vaultgate/credentials/bootstrap_env.hpp"
-#include "vaultgate/util/encoding.hpp"
 #include "vaultgate/credentials/validation.hpp"
+#include "vaultgate/util/encoding.hpp"
 #include "vaultgate/util/json_text.hpp"
 #include "vaultgate/util/unique_fd.hpp"
 
@@ -79,7 +79,6 @@ int report_api_errors(const std::function<int()>& command) {
     }
 }
 
-
 // ---- secrets on the way through ---------------------------------------------
 
 namespace {
@@ -104,7 +103,8 @@ std::string read_file_wiping(const std::string& path, std::string_view what, Whi
         // Not only regular files: "--value-file <(pass show x)" is a pipe.
         return read_secret_file(path, {max_input_bytes, whitespace, /*regular_file_only=*/false});
     } catch (const SecretFileError& e) {
-        if (e.problem() == SecretFileError::Problem::read) throw std::runtime_error("reading " + where + ": " + e.reason());
+        if (e.problem() == SecretFileError::Problem::read)
+            throw std::runtime_error("reading " + where + ": " + e.reason());
         throw UsageError(where + ": " + e.reason());
     }
 }

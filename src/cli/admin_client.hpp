@@ -24,10 +24,10 @@ namespace vaultgate::cli {
 // ---- the HTTP client --------------------------------------------------------
 
 struct AdminEndpoint {
-    std::string url;             // as given, for messages
+    std::string url;  // as given, for messages
     bool unix_socket = false;
-    std::string socket_path;     // unix:PATH
-    std::string host;            // http://HOST:PORT
+    std::string socket_path;  // unix:PATH
+    std::string host;         // http://HOST:PORT
     std::uint16_t port = 0;
     std::string host_header;
 };

@@ -40,8 +40,7 @@ AdminEndpoint parse_admin_url(const std::string& url) {
         ep.host_header = "localhost";
         return ep;
     }
-    if (url.rfind("http://", 0) != 0)
-        throw UsageError("admin URL " + url + ": expected http://HOST:PORT or unix:PATH");
+    if (url.rfind("http://", 0) != 0) throw UsageError("admin URL " + url + ": expected http://HOST:PORT or unix:PATH");
     auto parsed = urls::parse_uri(url);
     if (!parsed) throw UsageError("admin URL " + url + ": not a valid URL (" + parsed.error().message() + ")");
     if (parsed->has_userinfo()) throw UsageError("admin URL " + url + ": no user name or password goes in it");
@@ -105,8 +104,8 @@ std::string describe(const beast::error_code& ec) {
     fail(ep, "reading the response failed: " + describe(ec));
 }
 
-Request build_request(std::string_view method, std::string_view target, std::string_view body,
-                      const AdminEndpoint& ep, const std::optional<Secret>& token) {
+Request build_request(std::string_view method, std::string_view target, std::string_view body, const AdminEndpoint& ep,
+                      const std::optional<Secret>& token) {
     Request request;
     request.method_string(method);
     request.target(target);
@@ -164,8 +163,7 @@ asio::awaitable<AdminResponse> exchange(Stream& stream, Request& request, Clock:
         // body; its answer says more than the broken pipe does.
         try {
             co_return co_await read_response(stream, buffer, head, deadline, ep);
-        } catch (const std::runtime_error&) {
-        }
+        } catch (const std::runtime_error&) {}
         fail(ep, "sending the request failed: " + describe(ec));
     }
     co_return co_await read_response(stream, buffer, head, deadline, ep);
@@ -174,8 +172,8 @@ asio::awaitable<AdminResponse> exchange(Stream& stream, Request& request, Clock:
 asio::awaitable<AdminResponse> over_tcp(const AdminEndpoint& ep, Request& request, Clock::time_point deadline) {
     auto executor = co_await asio::this_coro::executor;
     asio::ip::tcp::resolver resolver(executor);
-    auto [resolve_error, found] = co_await resolver.async_resolve(
-        ep.host, std::to_string(ep.port), asio::ip::resolver_base::numeric_service, as_tuple);
+    auto [resolve_error, found] = co_await resolver.async_resolve(ep.host, std::to_string(ep.port),
+                                                                  asio::ip::resolver_base::numeric_service, as_tuple);
     if (resolve_error) cannot_connect(ep, resolve_error.message());
     beast::tcp_stream stream(executor);
     stream.expires_at(deadline);
@@ -204,13 +202,14 @@ AdminResponse AdminClient::request(std::string_view method, std::string_view tar
     asio::io_context io;
     std::optional<AdminResponse> response;
     std::exception_ptr error;
-    asio::co_spawn(io,
-                   endpoint_.unix_socket ? over_unix(endpoint_, request, deadline)
-                                         : over_tcp(endpoint_, request, deadline),
-                   [&](std::exception_ptr e, AdminResponse r) {
-                       if (e) error = e;
-                       else response = std::move(r);
-                   });
+    asio::co_spawn(
+        io, endpoint_.unix_socket ? over_unix(endpoint_, request, deadline) : over_tcp(endpoint_, request, deadline),
+        [&](std::exception_ptr e, AdminResponse r) {
+            if (e)
+                error = e;
+            else
+                response = std::move(r);
+        });
     // The stream's deadline bounds connecting, sending and reading; this one
     // bounds the name lookup too.
     io.run_until(deadline);

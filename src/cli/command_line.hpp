@@ -19,10 +19,10 @@ namespace vaultgate::cli {
 // arguments are ignored there, as docs/reference/cli.md says).
 struct CommandLine {
     std::vector<std::string> positional;
-    std::vector<std::pair<std::string, std::string>> options;   // in order, repeats kept
+    std::vector<std::pair<std::string, std::string>> options;  // in order, repeats kept
     std::vector<std::string> flags;
 
-    std::optional<std::string> value(std::string_view name) const;   // the last one given
+    std::optional<std::string> value(std::string_view name) const;  // the last one given
     std::vector<std::string> values(std::string_view name) const;
     bool flag(std::string_view name) const;
 };

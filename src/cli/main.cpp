@@ -11,9 +11,7 @@ namespace {
 // OpenSSL accepts allocation functions only before its first allocation, and
 // Boost.Asio's SSL support initialises OpenSSL from a static initialiser, so
 // this runs first (priority 101). serve reports it if it failed.
-[[gnu::constructor(101)]] void route_openssl_allocations() {
-    vaultgate::block_cache::route_openssl_allocations();
-}
+[[gnu::constructor(101)]] void route_openssl_allocations() { vaultgate::block_cache::route_openssl_allocations(); }
 
 }  // namespace
 

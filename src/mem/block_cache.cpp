@@ -39,8 +39,8 @@ struct ThreadCache {
     std::size_t count;
     std::size_t bytes;
     std::uint64_t reused;
-    bool freeing_directly;        // inside a FreeDirectly
-    std::uint64_t freed_directly; // blocks freed in it so far
+    bool freeing_directly;         // inside a FreeDirectly
+    std::uint64_t freed_directly;  // blocks freed in it so far
     HeldBlock held[max_blocks];
 };
 
@@ -56,9 +56,7 @@ std::atomic<std::uint64_t> freed_everywhere{0};
 
 // A block serves a request of `bytes` when it is large enough and wastes at
 // most a quarter plus a page: a handshake's 5 KiB must not pin a 64 KiB buffer.
-bool fits(std::size_t usable, std::size_t bytes) {
-    return usable >= bytes && usable - bytes <= bytes / 4 + 4096;
-}
+bool fits(std::size_t usable, std::size_t bytes) { return usable >= bytes && usable - bytes <= bytes / 4 + 4096; }
 
 void drop(std::size_t index) {
     HeldBlock& h = cache.held[index];

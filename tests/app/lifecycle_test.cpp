@@ -174,7 +174,8 @@ TEST_F(LifecycleTest, NotifiesSystemdOfReadyReloadingAndStopping) {
     notify.bind(asio::local::datagram_protocol::endpoint(sock_path));
     notify.non_blocking(true);
     config_path_ = dir_.write("vaultgate.yaml", serve_config(dir_, pki_, bound_.port(), bound_.port()));
-    proc_ = std::make_unique<ServeProcess>(config_path_, std::map<std::string, std::string>{{"NOTIFY_SOCKET", sock_path}});
+    proc_ =
+        std::make_unique<ServeProcess>(config_path_, std::map<std::string, std::string>{{"NOTIFY_SOCKET", sock_path}});
     ASSERT_TRUE(proc_->started()) << proc_->stderr_text();
     std::string seen;
     auto drain = [&](const std::string& until) {
@@ -182,8 +183,10 @@ TEST_F(LifecycleTest, NotifiesSystemdOfReadyReloadingAndStopping) {
             char buf[512];
             boost::system::error_code ec;
             auto n = notify.receive(asio::buffer(buf), 0, ec);
-            if (!ec) seen.append(buf, n).append("|");
-            else proc_->stderr_text(), ::usleep(20000);
+            if (!ec)
+                seen.append(buf, n).append("|");
+            else
+                proc_->stderr_text(), ::usleep(20000);
         }
     };
     drain("READY=1");
@@ -217,7 +220,7 @@ TEST_F(LifecycleTest, CaInitWritesAPrivateKeyAndRefusesToOverwrite) {
     auto out = dir_.file("newca");
     auto r = run_command({VAULTGATE_BINARY, "ca", "init", "--out", out, "--name", "Test CA"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
-    struct stat st{};
+    struct stat st {};
     ASSERT_EQ(::stat((out + "/ca-key.pem").c_str(), &st), 0);
     EXPECT_EQ(st.st_mode & 0777, 0600u);
     r = run_command({VAULTGATE_BINARY, "ca", "init", "--out", out});

@@ -127,8 +127,7 @@ TEST(AdminClientWire, AnUnreachableServerIsNamed) {
     TempDir dir;
     auto result = run_command({VAULTGATE_BINARY, "vault", "list", "--admin", "unix:" + dir.file("nothing.sock")});
     EXPECT_EQ(result.exit_code, 1);
-    EXPECT_NE(result.err.find("cannot connect to the admin API at unix:" + dir.file("nothing.sock")),
-              std::string::npos)
+    EXPECT_NE(result.err.find("cannot connect to the admin API at unix:" + dir.file("nothing.sock")), std::string::npos)
         << result.err;
 }
 

@@ -42,11 +42,11 @@ protected:
     }
 
     CommandResult bootstrap(const std::string& format, const std::string& input) {
-        return run_command({VAULTGATE_BINARY, "bootstrap", "--admin",
-                            "http://127.0.0.1:" + std::to_string(proc_->admin_port()), "--token-file",
-                            dir_.file("admin.token"), "--vault", "composio-sbx", "--format", format, "--out-dir",
-                            dir_.file("sandbox")},
-                           input);
+        return run_command(
+            {VAULTGATE_BINARY, "bootstrap", "--admin", "http://127.0.0.1:" + std::to_string(proc_->admin_port()),
+             "--token-file", dir_.file("admin.token"), "--vault", "composio-sbx", "--format", format, "--out-dir",
+             dir_.file("sandbox")},
+            input);
     }
 
     std::string platform_env() const {
@@ -70,23 +70,25 @@ TEST_F(BootstrapTest, PythonUrllibWithOnlyThePrintedEnvGetsTheRealKeyInjected) {
     EXPECT_EQ(boot.out.find(composio_key), std::string::npos);
     EXPECT_EQ(boot.err.find(composio_key), std::string::npos);
     auto env = json::parse(boot.out);
-    for (const char* name : {"BACKEND_URL", "COMPOSIO_TOOLROUTER_SESSION_ID", "COMPOSIO_API_KEY", "HTTPS_PROXY",
-                             "HTTP_PROXY", "NO_PROXY", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
-                             "GIT_SSL_CAINFO", "NODE_EXTRA_CA_CERTS"})
+    for (const char* name :
+         {"BACKEND_URL", "COMPOSIO_TOOLROUTER_SESSION_ID", "COMPOSIO_API_KEY", "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY",
+          "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO", "NODE_EXTRA_CA_CERTS"})
         EXPECT_TRUE(env.contains(name)) << name;
     EXPECT_FALSE(env["COMPOSIO_API_KEY"].get<std::string>().empty());
 
     // The child gets exactly the printed env, nothing else.
     std::vector<std::string> argv = {"/usr/bin/env", "-i"};
     for (auto& [k, v] : env.items()) argv.push_back(k + "=" + v.get<std::string>());
-    argv.insert(argv.end(), {"/usr/bin/python3", "-c",
-                             "import os, urllib.request\n"
-                             "url = os.environ['BACKEND_URL'] + '/api/v3/tool_router/session/' + "
-                             "os.environ['COMPOSIO_TOOLROUTER_SESSION_ID'] + '/execute'\n"
-                             "req = urllib.request.Request(url, data=b'{\"tool\":\"x\"}', method='POST', "
-                             "headers={'x-api-key': os.environ['COMPOSIO_API_KEY'], 'content-type': 'application/json'})\n"
-                             "print(urllib.request.urlopen(req, timeout=20).read().decode())\n"
-                             "print('KEY_SEEN' if '" + std::string(composio_key) + "' in repr(dict(os.environ)) else 'KEY_ABSENT')\n"});
+    argv.insert(argv.end(),
+                {"/usr/bin/python3", "-c",
+                 "import os, urllib.request\n"
+                 "url = os.environ['BACKEND_URL'] + '/api/v3/tool_router/session/' + "
+                 "os.environ['COMPOSIO_TOOLROUTER_SESSION_ID'] + '/execute'\n"
+                 "req = urllib.request.Request(url, data=b'{\"tool\":\"x\"}', method='POST', "
+                 "headers={'x-api-key': os.environ['COMPOSIO_API_KEY'], 'content-type': 'application/json'})\n"
+                 "print(urllib.request.urlopen(req, timeout=20).read().decode())\n"
+                 "print('KEY_SEEN' if '" +
+                     std::string(composio_key) + "' in repr(dict(os.environ)) else 'KEY_ABSENT')\n"});
     auto child = run_command(argv);
     EXPECT_EQ(child.exit_code, 0) << child.err;
     EXPECT_NE(child.out.find("ok"), std::string::npos) << child.out;
@@ -137,11 +139,11 @@ TEST_F(BootstrapTest, PlantedFifosAndSymlinksInTheOutDirAreNeitherOpenedNorFollo
     const auto out_dir = dir_.file("sandbox");
     ASSERT_EQ(::mkdir(out_dir.c_str(), 0700), 0);
     const auto run = [&] {
-        return run_command({VAULTGATE_BINARY, "bootstrap", "--admin",
-                            "http://127.0.0.1:" + std::to_string(proc_->admin_port()), "--token-file",
-                            dir_.file("admin.token"), "--vault", "composio-sbx", "--format", "json", "--out-dir",
-                            out_dir},
-                           platform_env(), {}, /*timeout_s=*/20);
+        return run_command(
+            {VAULTGATE_BINARY, "bootstrap", "--admin", "http://127.0.0.1:" + std::to_string(proc_->admin_port()),
+             "--token-file", dir_.file("admin.token"), "--vault", "composio-sbx", "--format", "json", "--out-dir",
+             out_dir},
+            platform_env(), {}, /*timeout_s=*/20);
     };
 
     // At the temporary names earlier versions used.
@@ -173,8 +175,7 @@ TEST_F(BootstrapTest, PlantedFifosAndSymlinksInTheOutDirAreNeitherOpenedNorFollo
     // No temporary file is left behind by any of the runs.
     for (const auto& e : std::filesystem::directory_iterator(out_dir)) {
         const auto name = e.path().filename().string();
-        EXPECT_TRUE(name == "ca.pem" || name == "ca-bundle.pem" || name == "ca.pem.tmp" ||
-                    name == "ca-bundle.pem.tmp")
+        EXPECT_TRUE(name == "ca.pem" || name == "ca-bundle.pem" || name == "ca.pem.tmp" || name == "ca-bundle.pem.tmp")
             << name;
     }
 }

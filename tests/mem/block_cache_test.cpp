@@ -48,7 +48,7 @@ TEST_F(BlockCacheTest, ASmallerRequestDoesNotTakeAMuchLargerBlock) {
     release(large);
     void* small = allocate(8 * 1024);
     EXPECT_NE(small, large);
-    EXPECT_EQ(stats().blocks, 1u);   // the large one still waits
+    EXPECT_EQ(stats().blocks, 1u);  // the large one still waits
     release(small);
 }
 
@@ -57,7 +57,7 @@ TEST_F(BlockCacheTest, ALargerRequestDoesNotTakeASmallerBlock) {
     release(block);
     void* larger = allocate(32 * 1024);
     EXPECT_EQ(stats().blocks, 1u);
-    std::memset(larger, 0xab, 32 * 1024);   // the whole size is usable (ASan checks)
+    std::memset(larger, 0xab, 32 * 1024);  // the whole size is usable (ASan checks)
     release(larger);
 }
 
@@ -112,11 +112,11 @@ TEST_F(BlockCacheTest, WhileAFreeDirectlyExistsNothingIsKeptAndNothingReused) {
     {
         FreeDirectly quiet;
         void* other = allocate(16 * 1024);
-        EXPECT_NE(other, kept);   // the held block is not handed out
+        EXPECT_NE(other, kept);  // the held block is not handed out
         release(other);
         EXPECT_EQ(stats().blocks, 1u);
     }
-    release(allocate(32 * 1024));   // enabled again afterwards
+    release(allocate(32 * 1024));  // enabled again afterwards
     EXPECT_EQ(stats().blocks, 2u);
 }
 
@@ -154,7 +154,7 @@ TEST_F(BlockCacheTest, ReallocateKeepsTheContentAndMovesOnlyWhenItMust) {
     ASSERT_NE(grown, nullptr);
     EXPECT_EQ(std::string(grown, 5000), std::string(5000, 'x'));
     std::memset(grown, 'y', 64 * 1024);
-    EXPECT_EQ(stats().blocks, 1u);   // the 6000-byte block, kept
+    EXPECT_EQ(stats().blocks, 1u);  // the 6000-byte block, kept
     EXPECT_EQ(reallocate(grown, 0), nullptr);
     EXPECT_EQ(stats().blocks, 2u);
 }
@@ -166,8 +166,8 @@ TEST_F(BlockCacheTest, ReallocateOfSmallBlocksIsPlainRealloc) {
     p = static_cast<char*>(reallocate(p, 1000));
     EXPECT_EQ(std::string(p, 100), std::string(100, 'z'));
     release(p);
-    EXPECT_EQ(stats().blocks, before.blocks);   // nothing kept
-    EXPECT_EQ(stats().reused, before.reused);   // nothing taken
+    EXPECT_EQ(stats().blocks, before.blocks);  // nothing kept
+    EXPECT_EQ(stats().reused, before.reused);  // nothing taken
 }
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -181,7 +181,7 @@ TEST_F(BlockCacheTest, AHeldBlockIsPoisonedSoAUseAfterReleaseIsReported) {
 
 TEST_F(BlockCacheTest, OpenSslObjectsComeFromTheCache) {
     ASSERT_TRUE(openssl_allocations_routed());
-    EXPECT_TRUE(route_openssl_allocations());   // again, long after OpenSSL's first allocation
+    EXPECT_TRUE(route_openssl_allocations());  // again, long after OpenSSL's first allocation
     EXPECT_TRUE(openssl_allocations_routed());
     SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
     ASSERT_NE(ctx, nullptr);

@@ -80,20 +80,20 @@ TEST(ReadBufferTest, GrowingKeepsTheUnconsumedBytesInOrder) {
 TEST(ReadBufferTest, AConsumedPrefixIsReusedBeforeTheBufferGrows) {
     ReadBuffer buffer(16);
     append(buffer, std::string(16, 'x'));
-    append(buffer, std::string(12, 'y') + "tail");   // grows the block to 32 bytes
-    buffer.consume(28);                               // only "tail" is left, at the far end
+    append(buffer, std::string(12, 'y') + "tail");  // grows the block to 32 bytes
+    buffer.consume(28);                             // only "tail" is left, at the far end
     std::size_t room = 0;
     char* next = buffer.prepare(room);
-    EXPECT_EQ(buffer.view(), "tail");                 // moved to the front of the same block:
-    EXPECT_EQ(room, 28u);                             // growing would have offered 60
+    EXPECT_EQ(buffer.view(), "tail");  // moved to the front of the same block:
+    EXPECT_EQ(room, 28u);              // growing would have offered 60
     EXPECT_EQ(next, buffer.view().data() + 4);
 }
 
 TEST(ReadBufferTest, GrowingWithAConsumedPrefixKeepsOnlyTheUnconsumedBytes) {
     ReadBuffer buffer(16);
     append(buffer, std::string(10, 'a') + "bcdef");
-    buffer.consume(10);                               // "bcdef" left, 1 byte of room
-    append(buffer, "ghijklmnopqrstuv");               // too little room even after moving: grows
+    buffer.consume(10);                  // "bcdef" left, 1 byte of room
+    append(buffer, "ghijklmnopqrstuv");  // too little room even after moving: grows
     EXPECT_EQ(buffer.view(), "bcdefghijklmnopqrstuv");
 }
 
@@ -104,15 +104,15 @@ TEST(ReadBufferTest, MemoryIsGivenBackOnlyWhenNothingIsLeftToConsume) {
         ReadBuffer buffer(8192);
         append(buffer, "pipelined");
         buffer.release_if_empty();
-        EXPECT_EQ(block_cache::stats().blocks, 0u);   // kept: bytes are waiting
+        EXPECT_EQ(block_cache::stats().blocks, 0u);  // kept: bytes are waiting
         EXPECT_EQ(buffer.view(), "pipelined");
         buffer.consume(buffer.size());
         buffer.release_if_empty();
-        EXPECT_EQ(block_cache::stats().blocks, 1u);   // given back
+        EXPECT_EQ(block_cache::stats().blocks, 1u);  // given back
         EXPECT_TRUE(buffer.empty());
-        append(buffer, "next");                       // usable again afterwards
+        append(buffer, "next");  // usable again afterwards
         EXPECT_EQ(buffer.view(), "next");
-        EXPECT_EQ(block_cache::stats().blocks, 0u);   // the same block, taken again
+        EXPECT_EQ(block_cache::stats().blocks, 0u);  // the same block, taken again
     }
     block_cache::disable_on_this_thread();
 }
@@ -124,7 +124,7 @@ TEST(ReadBufferTest, AFailedAllocationThrowsBadAllocAndLeavesTheBufferAsItWas) {
     std::size_t room = 0;
     EXPECT_THROW(buffer.prepare(room), std::bad_alloc);
     EXPECT_TRUE(buffer.empty());
-    EXPECT_THROW(buffer.prepare(room), std::bad_alloc);   // the same again, no corruption
+    EXPECT_THROW(buffer.prepare(room), std::bad_alloc);  // the same again, no corruption
 }
 
 }  // namespace

@@ -77,12 +77,14 @@ std::string serve_config(const TempDir& dir, const TestPki& pki, std::uint16_t b
       << "store:\n  path: " << dir.file("vaultgate.db") << "\n  master_key_file: " << dir.file("master.key") << "\n"
       << "admin:\n  token_file: " << dir.file("admin.token") << "\n"
       << "log:\n  access: " << dir.file("access.log") << "\n  level: info\n"
-      << "limits:\n" << (limits.empty() ? "  idle_timeout: 30s\n" : limits)
+      << "limits:\n"
+      << (limits.empty() ? "  idle_timeout: 30s\n" : limits)
       << "vaults:\n  - name: bench\n    credentials:\n      BENCH_KEY: { file: " << secret_file << " }\n"
       << "    services:\n      - host: api.bound.test\n        port: " << bound_port
       << "\n        auth: { type: api-key, key: BENCH_KEY }\n"
       << "sessions:\n  default: { vaults: [bench], egress_policy: test }\n"
-      << "egress_policies:\n  test:\n    allowed_domains: [\"other.test:" << other_port << "\"" << allowed_extra << "]\n";
+      << "egress_policies:\n  test:\n    allowed_domains: [\"other.test:" << other_port << "\"" << allowed_extra
+      << "]\n";
     return y.str();
 }
 
@@ -153,8 +155,7 @@ std::string base_config(const TempDir& dir, const TestPki& pki, std::uint16_t bo
       << "      - host: api.bound.test\n"
       << "        port: " << bound_port << "\n"
       << "        auth: { type: api-key, header: x-api-key, key: BENCH_KEY }\n"
-      << extra_service_yaml
-      << "sessions:\n"
+      << extra_service_yaml << "sessions:\n"
       << "  default: { vaults: [bench], egress_policy: test }\n"
       << "egress_policies:\n"
       << "  test:\n"

@@ -7,10 +7,10 @@
 #include "serve_process.hpp"
 #include "temp_dir.hpp"
 #include "test_pki.hpp"
-#include "vaultgate/config/config.hpp"
-#include "vaultgate/util/encoding.hpp"
-#include "vaultgate/state/gateway_state.hpp"
 #include "vaultgate/app/server.hpp"
+#include "vaultgate/config/config.hpp"
+#include "vaultgate/state/gateway_state.hpp"
+#include "vaultgate/util/encoding.hpp"
 
 #include <cstdint>
 #include <functional>
@@ -28,7 +28,7 @@ public:
     std::uint16_t port() const { return server_->proxy_port(); }
     Server& server() { return *server_; }
     const Config& config() const { return config_; }
-    std::string access_log_text() const;   // the file the config's log.access names
+    std::string access_log_text() const;  // the file the config's log.access names
     bool wait_for_log(const std::string& needle, int timeout_ms = 5000) const;
 
 private:
@@ -73,4 +73,3 @@ std::string base_config(const TempDir& dir, const TestPki& pki, std::uint16_t bo
 inline constexpr const char* test_secret = "sk-real/SECRET+9f8e=7d6c5b4a";
 
 }  // namespace vaultgate::test
-

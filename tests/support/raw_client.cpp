@@ -4,11 +4,11 @@
 
 #include <openssl/ssl.h>
 
+#include <poll.h>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <poll.h>
 
 namespace vaultgate::test {
 
@@ -38,7 +38,8 @@ std::size_t RawClient::read_more(int timeout_ms) {
             break;
         }
         if (ec == asio::error::would_block || ec == asio::error::try_again) {
-            auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+            auto left =
+                std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
             if (left.count() <= 0) break;
             pollfd p{socket_.native_handle(), POLLIN, 0};
             ::poll(&p, 1, static_cast<int>(left.count()));
@@ -69,8 +70,7 @@ std::string RawClient::connect(const std::string& authority, const std::string& 
     buffer_.erase(0, end + 4);
     // A refusal carries a body; keep it with the head for the caller.
     if (head.rfind("HTTP/1.1 200", 0) != 0) {
-        while (read_more(500) > 0) {
-        }
+        while (read_more(500) > 0) {}
         head += buffer_;
         buffer_.clear();
     }
@@ -92,8 +92,10 @@ bool RawClient::start_tls(const std::string& ca_file, const std::string& host, s
 
 void RawClient::write(const std::string& bytes) {
     boost::system::error_code ec;
-    if (tls_stream_) asio::write(*tls_stream_, asio::buffer(bytes), ec);
-    else asio::write(socket_, asio::buffer(bytes), ec);
+    if (tls_stream_)
+        asio::write(*tls_stream_, asio::buffer(bytes), ec);
+    else
+        asio::write(socket_, asio::buffer(bytes), ec);
 }
 
 std::string RawClient::read_some(int timeout_ms) {
@@ -125,7 +127,8 @@ std::optional<RawClient::Response> RawClient::read_response(int timeout_ms) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     auto remaining = [&] {
         return static_cast<int>(std::max<long>(
-            1, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count()));
+            1, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now())
+                   .count()));
     };
     auto expired = [&] { return std::chrono::steady_clock::now() >= deadline; };
     std::size_t end;

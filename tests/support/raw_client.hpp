@@ -26,20 +26,20 @@ public:
     ssl::context& tls_context() { return tls_; }
     // The connection's OpenSSL object once start_tls succeeded, else null.
     SSL* tls_native() { return tls_stream_ ? tls_stream_->native_handle() : nullptr; }
-    void write(const std::string& bytes);       // over TLS when started
+    void write(const std::string& bytes);  // over TLS when started
     // Reads one HTTP response (head + body by Content-Length, chunked, or until close).
     struct Response {
         int status = 0;
         std::string head;
         std::string body;
-        bool closed = false;   // the proxy closed the connection after it
+        bool closed = false;  // the proxy closed the connection after it
     };
     std::optional<Response> read_response(int timeout_ms = 10000);
     // True once the peer has closed (reads EOF within timeout).
     bool closed_by_peer(int timeout_ms = 5000);
     std::string read_some(int timeout_ms = 5000);
     void close();
-    void reset();   // closes with a TCP reset (SO_LINGER 0), as a crashed client would
+    void reset();  // closes with a TCP reset (SO_LINGER 0), as a crashed client would
 
 private:
     std::size_t read_more(int timeout_ms);

@@ -5,14 +5,14 @@
 
 #include <openssl/ssl.h>
 
+#include <poll.h>
+#include <strings.h>
+#include <sys/socket.h>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <poll.h>
 #include <sstream>
-#include <strings.h>
-#include <sys/socket.h>
 
 namespace vaultgate::test {
 
@@ -112,9 +112,7 @@ void RecordingUpstream::serve(std::shared_ptr<tcp::socket> socket) {
     ++connections_ended_;
 }
 
-void RecordingUpstream::limit_to_tls12() {
-    SSL_CTX_set_max_proto_version(tls_.native_handle(), TLS1_2_VERSION);
-}
+void RecordingUpstream::limit_to_tls12() { SSL_CTX_set_max_proto_version(tls_.native_handle(), TLS1_2_VERSION); }
 
 void RecordingUpstream::script_response(std::string raw) {
     std::lock_guard lock(mutex_);
@@ -225,8 +223,9 @@ void RecordingUpstream::serve_stream(Stream& stream) {
             }
             send(chunk("data: second\n\n") + "0\r\n\r\n");
         } else if (path == "/ws") {
-            send("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                 "Sec-WebSocket-Accept: test\r\n\r\n");
+            send(
+                "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                "Sec-WebSocket-Accept: test\r\n\r\n");
             if (!buf.empty()) send(buf);
             while (!ec) {
                 std::size_t n = stream.read_some(asio::buffer(tmp), ec);
@@ -240,7 +239,8 @@ void RecordingUpstream::serve_stream(Stream& stream) {
             std::string php_json;
             for (char ch : k) php_json += ch == '/' ? std::string("\\/") : std::string(1, ch);
             const std::string b64 = base64_encode(k, Base64Alphabet::standard, true);
-            std::string body = "raw=" + k + " b64=" + b64 + " url=" + percent_encode(k) + " json=\"" + php_json + "\" end";
+            std::string body =
+                "raw=" + k + " b64=" + b64 + " url=" + percent_encode(k) + " json=\"" + php_json + "\" end";
             std::size_t split = 1;
             auto q = req.target.find("split=");
             if (q != std::string::npos) split = std::strtoull(req.target.c_str() + q + 6, nullptr, 10);

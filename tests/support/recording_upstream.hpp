@@ -48,7 +48,7 @@ public:
 
     std::uint16_t port() const { return port_; }
     std::vector<ReceivedRequest> requests() const;
-    std::string raw() const;                      // every byte of every connection, decrypted
+    std::string raw() const;  // every byte of every connection, decrypted
     std::size_t connections() const { return connections_; }
     std::size_t tls_handshakes() const { return handshakes_; }
     // Connections whose serving ended: the peer closed, or a read failed.

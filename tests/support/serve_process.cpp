@@ -5,23 +5,23 @@
 
 #include <gtest/gtest.h>
 
-#include <chrono>
-#include <csignal>
-#include <cstdlib>
 #include <fcntl.h>
-#include <fstream>
-#include <iterator>
 #include <poll.h>
-#include <sstream>
-#include <stdexcept>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <stdexcept>
 
 namespace vaultgate::test {
 
-ServeProcess::ServeProcess(const std::string& config_path, const std::map<std::string, std::string>& env,
-                           int max_files, const std::vector<std::string>& wrapper) {
+ServeProcess::ServeProcess(const std::string& config_path, const std::map<std::string, std::string>& env, int max_files,
+                           const std::vector<std::string>& wrapper) {
     for (const auto& [name, value] : env)
         if (value.size() >= 8) forbidden_in_stderr_.push_back(value);
     int err_pipe[2];
@@ -212,7 +212,8 @@ CommandResult run_command(const std::vector<std::string>& argv, const std::strin
     close(out_pipe[1]);
     close(err_pipe[1]);
     signal(SIGPIPE, SIG_IGN);
-    if (!input.empty()) [[maybe_unused]] auto w = ::write(in_pipe[1], input.data(), input.size());
+    if (!input.empty()) [[maybe_unused]]
+        auto w = ::write(in_pipe[1], input.data(), input.size());
     close(in_pipe[1]);
     CommandResult r;
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);

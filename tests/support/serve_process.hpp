@@ -15,18 +15,18 @@ public:
     // `max_files` > 0 lowers the child's RLIMIT_NOFILE before exec.
     // `wrapper`, when given, runs instead of the binary with the binary and the
     // config path as its last two arguments (e.g. to enter a mount namespace).
-    ServeProcess(const std::string& config_path, const std::map<std::string, std::string>& env = {},
-                 int max_files = 0, const std::vector<std::string>& wrapper = {});
+    ServeProcess(const std::string& config_path, const std::map<std::string, std::string>& env = {}, int max_files = 0,
+                 const std::vector<std::string>& wrapper = {});
     int pid() const { return pid_; }
-    long rss_kib() const;            // resident set of the child, from /proc
-    double cpu_seconds() const;      // user + system CPU time of the child
+    long rss_kib() const;        // resident set of the child, from /proc
+    double cpu_seconds() const;  // user + system CPU time of the child
     ~ServeProcess();
     bool started() const { return proxy_port_ != 0; }
     std::uint16_t proxy_port() const { return proxy_port_; }
     std::uint16_t admin_port() const { return admin_port_; }
     void signal(int sig);
-    int wait_exit(int timeout_s = 30);          // exit code, or -1 on timeout
-    std::string stderr_text();                  // everything it wrote so far
+    int wait_exit(int timeout_s = 30);  // exit code, or -1 on timeout
+    std::string stderr_text();          // everything it wrote so far
     // A value (a credential the test hands the proxy through the admin API or
     // the bootstrapper) that must never appear in the proxy's stderr; checked
     // when this object goes, as the harness secret and the env values are.

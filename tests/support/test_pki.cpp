@@ -23,7 +23,8 @@ TestPki::TestPki(const TempDir& dir) {
     rogue_ca = CertificateAuthority::load(dir.file("rogue-ca/ca.pem"), dir.file("rogue-ca/ca-key.pem"));
 }
 
-std::pair<std::string, std::string> TestPki::server_files(const TempDir& dir, const std::string& host, bool rogue) const {
+std::pair<std::string, std::string> TestPki::server_files(const TempDir& dir, const std::string& host,
+                                                          bool rogue) const {
     auto leaf = (rogue ? rogue_ca : upstream_ca)->mint(host);
     auto cert_path = dir.file((rogue ? "rogue-" : "srv-") + host + ".pem");
     auto key_path = dir.file((rogue ? "rogue-" : "srv-") + host + "-key.pem");
@@ -91,8 +92,8 @@ CaChainFiles write_root_and_intermediate_ca(const TempDir& dir) {
     KeyPtr root_key(EVP_EC_gen("P-256"), EVP_PKEY_free);
     KeyPtr inter_key(EVP_EC_gen("P-256"), EVP_PKEY_free);
     if (!root_key || !inter_key) throw std::runtime_error("cannot generate a P-256 key");
-    auto root = make_ca_cert(root_key.get(), "vaultgate test root", 1, "critical,CA:TRUE,pathlen:1", nullptr, nullptr,
-                             true);
+    auto root =
+        make_ca_cert(root_key.get(), "vaultgate test root", 1, "critical,CA:TRUE,pathlen:1", nullptr, nullptr, true);
     auto inter = make_ca_cert(inter_key.get(), "vaultgate test intermediate", 2, "critical,CA:TRUE,pathlen:0",
                               root.get(), root_key.get(), true);
     CaChainFiles files{dir.file("root.pem"), dir.file("inter.pem"), dir.file("inter-key.pem")};

@@ -24,7 +24,8 @@ struct TestPki {
     std::unique_ptr<CertificateAuthority> rogue_ca;
 
     // Writes cert+key PEM files for host signed by upstream_ca (or rogue_ca).
-    std::pair<std::string, std::string> server_files(const TempDir& dir, const std::string& host, bool rogue = false) const;
+    std::pair<std::string, std::string> server_files(const TempDir& dir, const std::string& host,
+                                                     bool rogue = false) const;
 };
 
 // Writes `cert` and `key` as PEM files at the two paths.

@@ -10,9 +10,9 @@
 namespace vaultgate {
 
 struct AdminRequest {
-    std::string method;                         // "GET", "POST", ...
-    std::string path;                           // "/v1/vaults/vlt_x/credentials", without the query
-    std::map<std::string, std::string> query;   // decoded query parameters
+    std::string method;                        // "GET", "POST", ...
+    std::string path;                          // "/v1/vaults/vlt_x/credentials", without the query
+    std::map<std::string, std::string> query;  // decoded query parameters
     // May hold a credential value. handle() wipes its own copies; the caller
     // owns this string and should wipe it (wipe_string) once handle() returns.
     std::string body;
@@ -20,7 +20,7 @@ struct AdminRequest {
 
 struct AdminResponse {
     int status = 200;
-    std::string body;                           // empty for 204
+    std::string body;  // empty for 204
     std::string content_type = "application/json";
     // Extra response headers, e.g. "Allow" on a 405.
     std::vector<std::pair<std::string, std::string>> headers;

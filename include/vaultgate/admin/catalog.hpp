@@ -6,11 +6,11 @@
 //
 // Not thread-safe: AdminApi holds its lock around every call.
 #include "vaultgate/config/config.hpp"
-#include "vaultgate/state/gateway_state.hpp"
-#include "vaultgate/util/secret.hpp"
 #include "vaultgate/crypto/digest.hpp"
 #include "vaultgate/crypto/ids.hpp"
+#include "vaultgate/state/gateway_state.hpp"
 #include "vaultgate/state/store.hpp"
+#include "vaultgate/util/secret.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -77,7 +77,7 @@ public:
 
     struct VaultRef {
         const StoredVault* api = nullptr;
-        std::size_t index = 0;               // into data().vaults when api is set
+        std::size_t index = 0;  // into data().vaults when api is set
         const VaultConfig* config = nullptr;
     };
     // An API vault by id, else a config vault by name (its id).

@@ -15,10 +15,10 @@
 namespace vaultgate {
 
 struct AdminOptions {
-    std::string proxy_url;                      // e.g. "http://127.0.0.1:3128"; empty -> from listen.proxy
-    std::string ca_cert_pem;                    // handed to sandboxes in POST /v1/sessions
-    std::chrono::seconds max_ttl{86400};        // upper bound of ttl_seconds
-    std::size_t max_body = 1 << 20;             // larger request bodies get 413
+    std::string proxy_url;                // e.g. "http://127.0.0.1:3128"; empty -> from listen.proxy
+    std::string ca_cert_pem;              // handed to sandboxes in POST /v1/sessions
+    std::chrono::seconds max_ttl{86400};  // upper bound of ttl_seconds
+    std::size_t max_body = 1 << 20;       // larger request bodies get 413
 };
 
 namespace admin {
@@ -27,8 +27,8 @@ namespace admin {
 struct EndpointContext {
     Catalog* catalog = nullptr;
     AdminOptions* options = nullptr;
-    AccessLog* log = nullptr;                   // may be null: no entries
-    Metrics* metrics = nullptr;                 // may be null: an empty page
+    AccessLog* log = nullptr;    // may be null: no entries
+    Metrics* metrics = nullptr;  // may be null: an empty page
     std::function<MetricsExtras()> metrics_extras;
 };
 

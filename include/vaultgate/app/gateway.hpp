@@ -8,7 +8,7 @@ namespace vaultgate {
 
 struct GatewayOptions {
     std::string config_path;
-    bool allow_rollback = false;   // load a store older than the generation record
+    bool allow_rollback = false;  // load a store older than the generation record
 };
 
 // Serves until SIGINT or SIGTERM. Returns the process exit code: 0 after a

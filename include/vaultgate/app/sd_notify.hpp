@@ -5,6 +5,6 @@
 
 namespace vaultgate::cli {
 
-void sd_notify_state(std::string_view state);   // e.g. "READY=1", "RELOADING=1", "STOPPING=1"
+void sd_notify_state(std::string_view state);  // e.g. "READY=1", "RELOADING=1", "STOPPING=1"
 
 }  // namespace vaultgate::cli

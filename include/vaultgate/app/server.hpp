@@ -3,10 +3,10 @@
 // interface keeps Asio out of the header so the CLI and tests that only drive
 // it stay cheap to compile.
 #include "vaultgate/admin/admin_http.hpp"
-#include "vaultgate/observe/access_log.hpp"
 #include "vaultgate/config/config.hpp"
-#include "vaultgate/state/gateway_state.hpp"
+#include "vaultgate/observe/access_log.hpp"
 #include "vaultgate/observe/metrics.hpp"
+#include "vaultgate/state/gateway_state.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -42,7 +42,7 @@ public:
 
     virtual AccessLog& access_log() = 0;
     virtual Metrics& metrics() = 0;
-    virtual std::uint16_t admin_port() const = 0;      // 0 for none or a unix socket
+    virtual std::uint16_t admin_port() const = 0;  // 0 for none or a unix socket
     // Closes every open connection of the session (after DELETE or expiry).
     virtual void close_session_connections(const std::string& session_id) = 0;
     // Each I/O thread frees the large blocks it has kept (block_cache.hpp)
@@ -54,7 +54,7 @@ public:
 };
 
 struct ServerOptions {
-    unsigned threads = 0;     // 0 -> limits.worker_threads
+    unsigned threads = 0;  // 0 -> limits.worker_threads
     // Serves listen.admin when set. Runs on the admin listener's own thread, so
     // a slow store write never stalls proxy traffic.
     // The listener does HTTP and the bearer-token check; the handler the rest.
@@ -67,8 +67,7 @@ struct ServerOptions {
 
 // Loads the CA and the upstream trust store named by config; throws
 // std::runtime_error with a clear message when either is unusable.
-std::unique_ptr<Server> make_server(const Config& config,
-                                    std::shared_ptr<const GatewayState> state,
+std::unique_ptr<Server> make_server(const Config& config, std::shared_ptr<const GatewayState> state,
                                     ServerOptions options = {});
 
 }  // namespace vaultgate

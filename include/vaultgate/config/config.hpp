@@ -1,8 +1,8 @@
 #pragma once
 // The config file (docs/reference/configuration.md): parsed, validated, defaults filled in. Every
 // error names file:line:column. No Asio here.
-#include "vaultgate/egress/host.hpp"
 #include "vaultgate/credentials/inject.hpp"
+#include "vaultgate/egress/host.hpp"
 #include "vaultgate/egress/policy.hpp"
 
 #include <chrono>
@@ -22,20 +22,20 @@ public:
 
 // "127.0.0.1:3128", "[::1]:3128", or "unix:/path" (admin only).
 struct ListenAddress {
-    std::string host;         // IP literal, or empty for unix
+    std::string host;  // IP literal, or empty for unix
     std::uint16_t port = 0;
-    std::string unix_path;    // set for "unix:..."
+    std::string unix_path;  // set for "unix:..."
     bool is_unix() const { return !unix_path.empty(); }
     std::string to_string() const;
 };
 
 struct CredentialSource {
     enum class Kind { env, file } kind = Kind::env;
-    std::string ref;          // env var name or file path
+    std::string ref;  // env var name or file path
 };
 
 struct ServiceConfig {
-    std::string host;         // normalised; a wildcard keeps its "*." prefix
+    std::string host;  // normalised; a wildcard keeps its "*." prefix
     std::uint16_t port = 443;
     std::string path_prefix = "/";
     AuthSpec auth;
@@ -69,14 +69,14 @@ struct Limits {
     std::chrono::milliseconds header_timeout{10000};
     std::chrono::milliseconds idle_timeout{60000};
     std::chrono::milliseconds drain_timeout{15000};
-    std::chrono::milliseconds connect_timeout{10000};    // upstream TCP + TLS
-    std::chrono::milliseconds response_timeout{60000};   // upstream response head
+    std::chrono::milliseconds connect_timeout{10000};   // upstream TCP + TLS
+    std::chrono::milliseconds response_timeout{60000};  // upstream response head
     // How long an upstream connection waits in the pool for the next request of
     // its session. Shorter than common server keep-alive timeouts (nginx: 75 s),
     // so a pooled connection is rarely one the origin is about to close.
     std::chrono::milliseconds upstream_idle_timeout{30000};
-    std::size_t worker_threads = 0;                      // 0 = auto, see auto_worker_threads()
-    std::size_t admin_connections = 64;                  // the admin listener's own cap
+    std::size_t worker_threads = 0;      // 0 = auto, see auto_worker_threads()
+    std::size_t admin_connections = 64;  // the admin listener's own cap
 };
 
 // The I/O thread count for worker_threads = 0: one per core (at least one).

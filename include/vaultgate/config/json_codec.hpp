@@ -3,8 +3,8 @@
 // API request bodies (docs/reference/admin-api.md) and of the store payload. Decoding
 // validates with the same rules as the config loader, so a service created over
 // the API can do nothing a config-file service could not. No Asio here.
-#include "vaultgate/egress/address.hpp"
 #include "vaultgate/config/config.hpp"
+#include "vaultgate/egress/address.hpp"
 #include "vaultgate/egress/policy.hpp"
 
 #include <nlohmann/json_fwd.hpp>

@@ -45,8 +45,7 @@ bool has_secret_suffix(std::string_view name);
 // be present and non-empty, else nullopt and *error), otherwise every variable
 // with a secret suffix and a non-empty value. An empty value holds no secret, and
 // an empty credential could never authenticate anything.
-std::optional<std::vector<std::string>> choose_secret_names(const EnvList& vars,
-                                                            const std::vector<std::string>& named,
+std::optional<std::vector<std::string>> choose_secret_names(const EnvList& vars, const std::vector<std::string>& named,
                                                             std::string* error);
 
 // "vaultgate-placeholder-NAME": derived from the name only, so it carries no bit
@@ -76,7 +75,7 @@ std::vector<std::string> scrub_other_values(EnvList& vars, const std::vector<Sec
 // normalised as the proxy normalises it, so it matches what the proxy will see.
 struct UrlTarget {
     bool tls = true;
-    Authority authority;   // port 443 or 80 when the URL gives none
+    Authority authority;  // port 443 or 80 when the URL gives none
 };
 std::optional<UrlTarget> parse_url_target(std::string_view value);
 

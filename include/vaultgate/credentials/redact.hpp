@@ -81,15 +81,15 @@ public:
 private:
     friend class Redactor;
     struct ScanState {
-        bool in_region = false;     // inside a run of overlapping matches
-        std::size_t region_end = 0; // exclusive, relative to the buffer being scanned
+        bool in_region = false;      // inside a run of overlapping matches
+        std::size_t region_end = 0;  // exclusive, relative to the buffer being scanned
     };
     struct Hit;
 
     Hit find(std::string_view data, std::size_t from, std::size_t limit, bool final) const;
     Hit check_at(std::string_view data, std::size_t pos, bool final) const;
-    std::size_t scan(std::string_view data, std::size_t pos, std::size_t limit, bool final,
-                     ScanState& state, std::string& out) const;
+    std::size_t scan(std::string_view data, std::size_t pos, std::size_t limit, bool final, ScanState& state,
+                     std::string& out) const;
 
     // Sorted, so the needles starting with byte c are [first_index_[c], first_index_[c + 1]).
     std::vector<Secret> needles_;
@@ -142,8 +142,8 @@ private:
 
     std::shared_ptr<const RedactionPatterns> patterns_;
     RedactionPatterns::ScanState state_;
-    std::string held_;   // undecided tail of the stream, at most max_hold_back() bytes
-    std::string joined_; // held_ + the head of the next input, reused across feeds
+    std::string held_;    // undecided tail of the stream, at most max_hold_back() bytes
+    std::string joined_;  // held_ + the head of the next input, reused across feeds
 };
 
 }  // namespace vaultgate

@@ -3,11 +3,11 @@
 // MITM'd hosts, and caches them. OpenSSL only; no Asio.
 #include <atomic>
 #include <chrono>
-#include <stdexcept>
 #include <cstddef>
 #include <list>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -17,8 +17,12 @@ typedef struct evp_pkey_st EVP_PKEY;
 
 namespace vaultgate {
 
-struct X509Deleter { void operator()(X509* p) const noexcept; };
-struct EvpPkeyDeleter { void operator()(EVP_PKEY* p) const noexcept; };
+struct X509Deleter {
+    void operator()(X509* p) const noexcept;
+};
+struct EvpPkeyDeleter {
+    void operator()(EVP_PKEY* p) const noexcept;
+};
 using X509Ptr = std::unique_ptr<X509, X509Deleter>;
 using EvpPkeyPtr = std::unique_ptr<EVP_PKEY, EvpPkeyDeleter>;
 
@@ -33,15 +37,14 @@ void create_ca_files(const std::string& dir, const std::string& common_name);
 // A minted leaf: certificate plus the shared leaf key.
 struct LeafCertificate {
     X509Ptr cert;
-    std::shared_ptr<EVP_PKEY> key;          // one key pair shared by every leaf
+    std::shared_ptr<EVP_PKEY> key;  // one key pair shared by every leaf
     std::chrono::system_clock::time_point not_after;
 };
 
 class CertificateAuthority {
 public:
     // Loads a CA certificate and key (PEM). Throws CaError naming the file.
-    static std::unique_ptr<CertificateAuthority> load(const std::string& cert_path,
-                                                      const std::string& key_path);
+    static std::unique_ptr<CertificateAuthority> load(const std::string& cert_path, const std::string& key_path);
 
     // Mints a leaf for host (a normalised name or IP literal): P-256, SAN, SKI, AKI,
     // EKU serverAuth, not-before one hour back, validity `lifetime`, random serial.
@@ -66,8 +69,7 @@ private:
 // is re-minted). Thread-safe.
 class LeafCache {
 public:
-    LeafCache(const CertificateAuthority& ca, std::size_t capacity = 4096)
-        : ca_(ca), capacity_(capacity) {}
+    LeafCache(const CertificateAuthority& ca, std::size_t capacity = 4096) : ca_(ca), capacity_(capacity) {}
 
     std::shared_ptr<const LeafCertificate> get(std::string_view host);
     std::size_t hits() const { return hits_; }

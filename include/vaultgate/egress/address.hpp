@@ -24,18 +24,18 @@ struct IpAddress {
 std::optional<IpAddress> parse_ip_strict(std::string_view text);
 
 enum class AddressClass {
-    global,          // ordinary public unicast
-    loopback,        // 127/8, ::1
-    unspecified,     // 0.0.0.0/8, ::
-    link_local,      // 169.254/16 (except metadata), fe80::/10
-    metadata,        // 169.254.169.254, fd00:ec2::254, 100.100.100.200 (Alibaba)
-    private_network, // 10/8, 172.16/12, 192.168/16
-    cgnat,           // 100.64/10
-    unique_local,    // fc00::/7
-    multicast,       // 224/4, ff00::/8
-    broadcast,       // 255.255.255.255
-    documentation,   // 192.0.2/24, 198.51.100/24, 203.0.113/24, 2001:db8::/32
-    reserved,        // 240/4, 192.0.0/24, 198.18/15 (benchmarking), other special-purpose
+    global,           // ordinary public unicast
+    loopback,         // 127/8, ::1
+    unspecified,      // 0.0.0.0/8, ::
+    link_local,       // 169.254/16 (except metadata), fe80::/10
+    metadata,         // 169.254.169.254, fd00:ec2::254, 100.100.100.200 (Alibaba)
+    private_network,  // 10/8, 172.16/12, 192.168/16
+    cgnat,            // 100.64/10
+    unique_local,     // fc00::/7
+    multicast,        // 224/4, ff00::/8
+    broadcast,        // 255.255.255.255
+    documentation,    // 192.0.2/24, 198.51.100/24, 203.0.113/24, 2001:db8::/32
+    reserved,         // 240/4, 192.0.0/24, 198.18/15 (benchmarking), other special-purpose
 };
 
 std::string_view address_class_name(AddressClass c);

@@ -12,7 +12,7 @@ namespace vaultgate {
 enum class HostKind { name, ipv4, ipv6 };
 
 struct Authority {
-    std::string host;   // normalised: lower case, no trailing dot, punycode; IPv6 without brackets
+    std::string host;  // normalised: lower case, no trailing dot, punycode; IPv6 without brackets
     std::uint16_t port = 0;
     HostKind kind = HostKind::name;
 
@@ -28,10 +28,10 @@ enum class HostError {
     label_too_long,
     name_too_long,
     bad_idn,
-    ip_literal_form,    // 0x7f.1, 0177.0.0.1, 2130706433, 127.1: numeric but not dotted-quad
+    ip_literal_form,  // 0x7f.1, 0177.0.0.1, 2130706433, 127.1: numeric but not dotted-quad
     bad_ipv6,
-    ipv6_zone,          // fe80::1%eth0: zone ids are never accepted
-    bad_port,           // not 1-5 digits, leading zero, 0, > 65535
+    ipv6_zone,  // fe80::1%eth0: zone ids are never accepted
+    bad_port,   // not 1-5 digits, leading zero, 0, > 65535
     missing_port,
 };
 

@@ -16,7 +16,7 @@ namespace vaultgate {
 // "api.example.com", "*.example.com" (subdomains only, never the apex), with an
 // optional ":port". Without a port the rule allows 443, and 80 when allow_http.
 struct DomainRule {
-    std::string host;                 // normalised; for wildcards the suffix without "*."
+    std::string host;  // normalised; for wildcards the suffix without "*."
     bool wildcard = false;
     std::optional<std::uint16_t> port;
 
@@ -56,10 +56,10 @@ enum class DenyReason {
     self_connection,
     resolve_failed,
     session_required,
-    destination_mismatch,   // transparent mode: the SNI name does not resolve to the original destination
-    no_server_name,         // transparent mode: no usable SNI (absent, an IP literal, or malformed)
-    path_not_covered,       // bound host: a path no path_prefix covers and an origin may read as another path
-    sni_mismatch,           // tunnel: the ClientHello names another host than the CONNECT, or cannot be read
+    destination_mismatch,  // transparent mode: the SNI name does not resolve to the original destination
+    no_server_name,        // transparent mode: no usable SNI (absent, an IP literal, or malformed)
+    path_not_covered,      // bound host: a path no path_prefix covers and an origin may read as another path
+    sni_mismatch,          // tunnel: the ClientHello names another host than the CONNECT, or cannot be read
 };
 
 std::string_view deny_reason_name(DenyReason r);

@@ -17,21 +17,21 @@ struct Header {
 };
 
 struct HeadLimits {
-    std::size_t max_head_bytes = 65536;    // request line + headers (431, or 414 for the line)
-    std::size_t max_header_count = 100;    // 431
-    std::size_t max_request_line = 8192;   // 414
+    std::size_t max_head_bytes = 65536;   // request line + headers (431, or 414 for the line)
+    std::size_t max_header_count = 100;   // 431
+    std::size_t max_request_line = 8192;  // 414
 };
 
 struct RequestHead {
     std::string method;
-    std::string target;         // as sent: origin-form, absolute-form or authority-form
-    int version_minor = 1;      // HTTP/1.<minor>; only 1.0 and 1.1 are accepted
+    std::string target;     // as sent: origin-form, absolute-form or authority-form
+    int version_minor = 1;  // HTTP/1.<minor>; only 1.0 and 1.1 are accepted
     std::vector<Header> headers;
 
     // First value of a header (case-insensitive), or nullopt.
     std::optional<std::string_view> get(std::string_view name) const;
     std::size_t count(std::string_view name) const;
-    void remove(std::string_view name);            // every copy, case-insensitive
+    void remove(std::string_view name);                  // every copy, case-insensitive
     void set(std::string_view name, std::string value);  // remove then append
 };
 
@@ -51,9 +51,9 @@ enum class ParseStatus { incomplete, complete, error };
 
 struct ParseResult {
     ParseStatus status = ParseStatus::incomplete;
-    std::size_t consumed = 0;     // bytes of the head, including the final CRLFCRLF
-    int http_status = 0;          // on error: 400, 414, 431, 501, 505
-    std::string reason;           // on error: short, fixed text; never echoes input bytes
+    std::size_t consumed = 0;  // bytes of the head, including the final CRLFCRLF
+    int http_status = 0;       // on error: 400, 414, 431, 501, 505
+    std::string reason;        // on error: short, fixed text; never echoes input bytes
 };
 
 // Parses one request head from the front of `buf`. Returns incomplete until the
@@ -69,12 +69,12 @@ enum class BodyKind { none, content_length, chunked, until_close };
 
 struct BodyFraming {
     BodyKind kind = BodyKind::none;
-    std::uint64_t length = 0;     // content_length
+    std::uint64_t length = 0;  // content_length
 };
 
 struct FramingResult {
     std::optional<BodyFraming> framing;
-    std::string reason;           // on error (always a 400)
+    std::string reason;  // on error (always a 400)
 };
 
 // Request framing, strictly: CL with TE, TE other than exactly "chunked", TE on
@@ -106,8 +106,8 @@ std::string serialize_response_head(const ResponseHead& head);
 bool iequals(std::string_view a, std::string_view b);
 
 struct ChunkLimits {
-    std::size_t max_chunk_size_digits = 16;   // hex digits in a chunk-size
-    std::size_t max_extension_bytes = 1024;   // per chunk line
+    std::size_t max_chunk_size_digits = 16;  // hex digits in a chunk-size
+    std::size_t max_extension_bytes = 1024;  // per chunk line
     std::size_t max_trailer_bytes = 8192;
     std::size_t max_trailer_count = 32;
 };
@@ -134,7 +134,7 @@ private:
 
     ChunkLimits limits_;
     State state_ = State::size;
-    std::string line_;            // current chunk-size or trailer line
+    std::string line_;  // current chunk-size or trailer line
     std::uint64_t remaining_ = 0;
     std::size_t trailer_bytes_ = 0;
     std::size_t trailer_count_ = 0;

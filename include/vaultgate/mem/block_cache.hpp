@@ -62,9 +62,9 @@ private:
 void trim(clock::time_point cutoff);
 
 struct Stats {
-    std::size_t blocks = 0;      // held now
-    std::size_t bytes = 0;       // held now
-    std::uint64_t reused = 0;    // allocations served from the held blocks
+    std::size_t blocks = 0;    // held now
+    std::size_t bytes = 0;     // held now
+    std::uint64_t reused = 0;  // allocations served from the held blocks
 };
 // This thread's.
 Stats stats();

@@ -17,25 +17,25 @@ namespace vaultgate {
 struct AccessLogEntry {
     std::chrono::system_clock::time_point ts;
     std::string session;
-    std::string vault;      // empty -> omitted
-    std::string service;    // empty -> omitted
-    std::string ingress;    // mitm | tunnel | http | denied
-    std::string method;     // empty for tunnels -> "CONNECT"
+    std::string vault;    // empty -> omitted
+    std::string service;  // empty -> omitted
+    std::string ingress;  // mitm | tunnel | http | denied
+    std::string method;   // empty for tunnels -> "CONNECT"
     std::string host;
     std::uint16_t port = 0;
-    std::string path;       // query string is stripped by the setter below
+    std::string path;  // query string is stripped by the setter below
     int status = 0;
     std::uint64_t bytes_up = 0;
     std::uint64_t bytes_down = 0;
     double ms = 0;
-    std::string reason;     // denied/failure reason, empty -> omitted
-    std::string client;     // client address (ip), empty -> omitted
+    std::string reason;  // denied/failure reason, empty -> omitted
+    std::string client;  // client address (ip), empty -> omitted
 
     // Keeps only the path: cuts at '?' or '#'.
     void set_path(std::string_view target);
 };
 
-std::string to_json_line(const AccessLogEntry& e);  // without the trailing newline
+std::string to_json_line(const AccessLogEntry& e);                 // without the trailing newline
 void append_json_line(std::string& out, const AccessLogEntry& e);  // the same, appended to `out`
 
 // Writes lines to stdout or a file (appending), and keeps the last `ring_size`

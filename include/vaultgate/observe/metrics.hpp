@@ -27,7 +27,10 @@ struct MetricsExtras {
 
 class Metrics {
 public:
-    void connection_opened() { connections_total_.fetch_add(1, std::memory_order_relaxed); active_connections_.fetch_add(1, std::memory_order_relaxed); }
+    void connection_opened() {
+        connections_total_.fetch_add(1, std::memory_order_relaxed);
+        active_connections_.fetch_add(1, std::memory_order_relaxed);
+    }
     void connection_closed() { active_connections_.fetch_sub(1, std::memory_order_relaxed); }
     void connection_refused() { connections_refused_.fetch_add(1, std::memory_order_relaxed); }
     // One look at the unread bytes of a client's ClientHello (transparent mode, checked tunnels).
@@ -74,7 +77,7 @@ private:
     std::map<std::string, std::uint64_t, std::less<>> denials_;
 
     // Upstream latency histogram (seconds); bucket bounds fixed at compile time.
-    static constexpr std::array<double, 12> latency_bounds_{0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+    static constexpr std::array<double, 12> latency_bounds_{0.005, 0.01, 0.025, 0.05, 0.1,  0.25,
                                                             0.5,   1.0,  2.5,   5.0,  10.0, 30.0};
     std::array<std::atomic<std::uint64_t>, 13> latency_buckets_{};  // last = +Inf
     std::atomic<std::uint64_t> latency_count_{0};

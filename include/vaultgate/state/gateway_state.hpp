@@ -5,8 +5,8 @@
 // the snapshot current when it starts, so a rotation applies to the next request.
 #include "vaultgate/config/config.hpp"
 #include "vaultgate/credentials/path_prefix.hpp"
-#include "vaultgate/egress/policy.hpp"
 #include "vaultgate/credentials/redact.hpp"
+#include "vaultgate/egress/policy.hpp"
 #include "vaultgate/util/secret.hpp"
 
 #include <chrono>
@@ -19,7 +19,7 @@
 namespace vaultgate {
 
 struct ServiceBinding {
-    std::string id;           // "<vault>/<index>" for config services
+    std::string id;  // "<vault>/<index>" for config services
     ServiceConfig config;
     // redact_response: the tables that scrub the credential from responses,
     // built once when the state is made (prepare_redaction). Null when the
@@ -32,31 +32,33 @@ struct Vault {
     std::string id;
     std::string name;
     bool from_config = false;
-    std::map<std::string, Secret> credentials;   // a name with no value is absent
+    std::map<std::string, Secret> credentials;  // a name with no value is absent
     std::vector<ServiceBinding> services;
 };
 
 struct Session {
-    std::string id;                       // "default" for the listener's default session
+    std::string id;  // "default" for the listener's default session
     std::vector<std::string> vault_names;
     EgressPolicy policy;
     // Sessions made through the admin API: the token's SHA-256 (hex; the token
     // itself is never kept), when it stops working, and an optional source pin.
-    std::string token_digest;             // empty for config sessions (no token)
+    std::string token_digest;  // empty for config sessions (no token)
     std::optional<std::chrono::system_clock::time_point> expires_at;
     std::optional<Cidr> source;
 
     bool expired_at(std::chrono::system_clock::time_point now) const { return expires_at && now >= *expires_at; }
     // A session pinned to a source admits only clients inside it; an address
     // that could not be read is inside none.
-    bool admits(const std::optional<IpAddress>& client) const { return !source || (client && source->contains(*client)); }
+    bool admits(const std::optional<IpAddress>& client) const {
+        return !source || (client && source->contains(*client));
+    }
 };
 
 // One bound service that matches a destination, with what injection needs.
 struct Binding {
     const Vault* vault = nullptr;
     const ServiceBinding* service = nullptr;
-    const Secret* secret = nullptr;       // null when the credential is missing
+    const Secret* secret = nullptr;  // null when the credential is missing
 };
 
 // What a request on an intercepted (bound) host gets.
@@ -88,9 +90,9 @@ struct Route {
 
 class GatewayState {
 public:
-    std::map<std::string, Vault> vaults;          // by name
-    std::map<std::string, Session> sessions;      // by id
-    std::optional<std::string> default_session;   // id of the listener's session
+    std::map<std::string, Vault> vaults;         // by name
+    std::map<std::string, Session> sessions;     // by id
+    std::optional<std::string> default_session;  // id of the listener's session
 
     const Session* find_session(std::string_view id) const;
     const Session* default_session_ptr() const;

@@ -29,8 +29,8 @@ struct Refusal {
     std::string_view reason;  // the access log's reason
     std::string message;      // the body's message (error form): fixed text, never request bytes
     DenyReason deny = DenyReason::none;
-    bool close = true;        // the client connection ends after the reply
-    bool logged = true;       // false: the reply only (a request that never fully arrived)
+    bool close = true;   // the client connection ends after the reply
+    bool logged = true;  // false: the reply only (a request that never fully arrived)
 
     explicit operator bool() const { return status != 0; }
 };
@@ -45,14 +45,14 @@ Refusal proxy_auth_refusal(std::string_view reason);
 // What the forward step sends and how it handles the exchange.
 struct RequestPlan {
     const Session* session = nullptr;  // whose policy the upstream connection follows
-    std::optional<Binding> binding;  // the bound service whose credential goes in; none outside every bound path
-    RequestHead outgoing;            // the head for the origin: end-to-end fields, Host first, origin-form target
-    RequestHead summary;             // the client's method, target and version (no fields): log and response framing
-    BodyFraming framing;             // of the client's body
-    bool expect_continue = false;    // the client waits for 100 before its body
-    bool websocket = false;          // an Upgrade: websocket the origin may accept
-    bool client_close = false;       // the client asked to close after this exchange
-    bool redact = false;             // redact_response: the secret is scrubbed from the response
+    std::optional<Binding> binding;    // the bound service whose credential goes in; none outside every bound path
+    RequestHead outgoing;              // the head for the origin: end-to-end fields, Host first, origin-form target
+    RequestHead summary;               // the client's method, target and version (no fields): log and response framing
+    BodyFraming framing;               // of the client's body
+    bool expect_continue = false;      // the client waits for 100 before its body
+    bool websocket = false;            // an Upgrade: websocket the origin may accept
+    bool client_close = false;         // the client asked to close after this exchange
+    bool redact = false;               // redact_response: the secret is scrubbed from the response
 };
 
 // Either `refusal` is set, or `plan` is what to do. When refused after the

@@ -2,8 +2,8 @@
 // What the admin API keeps: vaults, credentials, services and sessions, as
 // plain data, and the interface of the store that saves them. The encrypted
 // file store (vault/store.hpp) is one implementation. No Asio here.
-#include "vaultgate/egress/address.hpp"
 #include "vaultgate/config/config.hpp"
+#include "vaultgate/egress/address.hpp"
 #include "vaultgate/egress/policy.hpp"
 #include "vaultgate/util/secret.hpp"
 
@@ -23,8 +23,8 @@ public:
 struct StoredCredential {
     std::string name;
     Secret value;
-    std::uint64_t version = 1;        // 1 when created, +1 per rotation
-    std::int64_t updated_at_ms = 0;   // Unix time
+    std::uint64_t version = 1;       // 1 when created, +1 per rotation
+    std::int64_t updated_at_ms = 0;  // Unix time
 };
 
 struct StoredService {
@@ -42,11 +42,11 @@ struct StoredVault {
 
 struct StoredSession {
     std::string id;
-    std::string token_digest;         // token_digest(token) (crypto/digest.hpp); the token itself is never stored
+    std::string token_digest;  // token_digest(token) (crypto/digest.hpp); the token itself is never stored
     std::vector<std::string> vault_ids;
-    EgressPolicy policy;              // its name is kept too
+    EgressPolicy policy;  // its name is kept too
     std::int64_t expires_at_ms = 0;
-    std::optional<Cidr> source;       // clients allowed to use the session, when narrowed
+    std::optional<Cidr> source;  // clients allowed to use the session, when narrowed
 };
 
 struct StoreData {

@@ -38,8 +38,10 @@ void wipe_string(std::string& s) noexcept;
 // it with a newline that is not part of the secret, so one trailing "\n" or
 // "\r\n" is dropped, and nothing else.
 inline std::string_view without_line_ending(std::string_view text) {
-    if (text.ends_with("\r\n")) text.remove_suffix(2);
-    else if (text.ends_with('\n')) text.remove_suffix(1);
+    if (text.ends_with("\r\n"))
+        text.remove_suffix(2);
+    else if (text.ends_with('\n'))
+        text.remove_suffix(1);
     return text;
 }
 

@@ -30,7 +30,7 @@ enum class Whitespace {
 };
 
 struct SecretFileRules {
-    std::size_t max_bytes = 0;       // a longer file is refused (too_large)
+    std::size_t max_bytes = 0;  // a longer file is refused (too_large)
     Whitespace whitespace = Whitespace::keep;
     // A FIFO or a device could block or never end; false takes them anyway.
     bool regular_file_only = true;

@@ -6,13 +6,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
 #include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <map>
 #include <thread>
-#include <unistd.h>
 
 namespace vaultgate::cli {
 
@@ -251,8 +251,7 @@ int session_create(const AdminClient& client, const CommandLine& cl) {
     if (vaults.empty()) throw UsageError("at least one --vault ID is required");
     auto domains = cl.values("--allow-domain");
     auto policy = cl.value("--policy");
-    if (policy && !domains.empty())
-        throw UsageError("give --policy NAME or --allow-domain D, not both");
+    if (policy && !domains.empty()) throw UsageError("give --policy NAME or --allow-domain D, not both");
 
     json body = {{"vault_ids", vaults}};
     if (auto ttl = cl.value("--ttl")) body["ttl_seconds"] = parse_number(*ttl, "--ttl", 1, 365ull * 24 * 3600);
@@ -278,8 +277,8 @@ int session_create(const AdminClient& client, const CommandLine& cl) {
         }
     }
     if (s.contains("ca_cert_pem") && s["ca_cert_pem"].is_string())
-        rows.push_back({"ca_cert_pem",
-                        std::to_string(s["ca_cert_pem"].get<std::string>().size()) + " bytes (--json prints it)"});
+        rows.push_back(
+            {"ca_cert_pem", std::to_string(s["ca_cert_pem"].get<std::string>().size()) + " bytes (--json prints it)"});
     print_table(rows);
     return 0;
 }
@@ -300,8 +299,8 @@ std::string log_line(const json& e) {
     std::string target = field(e, "host");
     if (target.find(':') != std::string::npos) target = "[" + target + "]";
     if (e.contains("port") && !e["port"].is_null()) target += ":" + field(e, "port");
-    return field(e, "ts") + " " + field(e, "session") + " " + field(e, "ingress") + " " + field(e, "method") +
-           " " + target + " " + field(e, "path") + " " + field(e, "status") + " " + field(e, "ms");
+    return field(e, "ts") + " " + field(e, "session") + " " + field(e, "ingress") + " " + field(e, "method") + " " +
+           target + " " + field(e, "path") + " " + field(e, "status") + " " + field(e, "ms");
 }
 
 // Oldest first, whatever order the server keeps: a log reads downwards.
@@ -381,9 +380,9 @@ int vault_command(const Args& args) {
     } else if (sub == "remove-service") {
         run = vault_remove_service;
     } else if (sub == "add-service") {
-        spec = with_admin({"--host", "--port", "--path-prefix", "--auth", "--key", "--header", "--user", "--template",
-                           "--param"},
-                          {"--redact-response"});
+        spec = with_admin(
+            {"--host", "--port", "--path-prefix", "--auth", "--key", "--header", "--user", "--template", "--param"},
+            {"--redact-response"});
         run = vault_add_service;
     } else {
         throw UsageError(sub.empty() ? usage : "unknown vault command '" + sub + "'; " + usage);
@@ -419,7 +418,8 @@ int logs_command(const Args& args) {
     AdminQuery query;
     if (auto v = cl.value("--vault")) query.emplace_back("vault", *v);
     if (auto s = cl.value("--session")) query.emplace_back("session", *s);
-    if (auto n = cl.value("--limit")) query.emplace_back("limit", std::to_string(parse_number(*n, "--limit", 1, 1000000)));
+    if (auto n = cl.value("--limit"))
+        query.emplace_back("limit", std::to_string(parse_number(*n, "--limit", 1, 1000000)));
     AdminClient client = admin_client_from(cl);
     const std::string target = admin_target({"v1", "logs"}, query);
     return report_api_errors([&] {

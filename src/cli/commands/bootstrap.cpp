@@ -73,7 +73,7 @@ std::string random_hex(std::size_t bytes) {
 // directory is not ours.
 struct OutDir {
     fs::path path;
-    bool made_here = false;   // a temporary directory to remove if we fail
+    bool made_here = false;  // a temporary directory to remove if we fail
 };
 
 OutDir prepare_out_dir(const std::optional<std::string>& given) {
@@ -97,7 +97,7 @@ OutDir prepare_out_dir(const std::optional<std::string>& given) {
                         ? fs::path(runtime_dir)
                         : fs::path("/tmp");
     std::string pattern = (base / "vaultgate-bootstrap-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr)   // mkdtemp makes it 0700
+    if (::mkdtemp(pattern.data()) == nullptr)  // mkdtemp makes it 0700
         throw std::runtime_error("cannot make a directory under " + base.string() + ": " + std::strerror(errno));
     out.path = pattern;
     out.made_here = true;
@@ -177,7 +177,7 @@ struct VaultState {
     std::string id;
     std::vector<std::string> credentials;
     std::vector<Authority> services;
-    bool changed = false;     // whether this run stored anything in it yet
+    bool changed = false;  // whether this run stored anything in it yet
 
     bool has_credential(const std::string& name) const {
         return std::find(credentials.begin(), credentials.end(), name) != credentials.end();
@@ -255,8 +255,7 @@ void store_secret(const AdminClient& client, VaultState& vault, const SecretVar&
             expect_status(response, {200, 201}, client);
             vault.credentials.push_back(secret.name);
             vault.changed = true;
-            std::fprintf(stderr, "vaultgate bootstrap: stored %s in vault %s\n", secret.name.c_str(),
-                         vault.id.c_str());
+            std::fprintf(stderr, "vaultgate bootstrap: stored %s in vault %s\n", secret.name.c_str(), vault.id.c_str());
             return;
         } catch (const ApiError& e) {
             // Made meanwhile by another run: rotate it below, as if it had been there.
@@ -308,13 +307,13 @@ void add_session_env(EnvList& env, const json& session, const AdminClient& clien
         if (value.is_string() && is_env_name(name)) set_env(env, name, value.get<std::string>());
     for (const char* name : {"HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"}) {
         if (given.contains(name) && given[name].is_string()) continue;
-        if (!proxy_url)
-            throw std::runtime_error("admin API at " + client.url() + ": the new session has no proxy_url");
+        if (!proxy_url) throw std::runtime_error("admin API at " + client.url() + ": the new session has no proxy_url");
         set_env(env, name, *proxy_url);
     }
     if (!given.contains("NO_PROXY")) {
         std::string no_proxy = "localhost,127.0.0.1,::1";
-        if (given.contains("no_proxy") && given["no_proxy"].is_string()) no_proxy = given["no_proxy"].get<std::string>();
+        if (given.contains("no_proxy") && given["no_proxy"].is_string())
+            no_proxy = given["no_proxy"].get<std::string>();
         set_env(env, "NO_PROXY", no_proxy);
     }
 }
@@ -385,9 +384,8 @@ int run_bootstrap(const AdminClient& client, const Options& options, EnvList env
 }  // namespace
 
 int bootstrap_command(const Args& args) {
-    CommandLine cl = parse_command_line(args, OptionSpec{{"--admin", "--token-file", "--vault", "--format", "--secret",
-                                                          "--out-dir", "--ttl"},
-                                                         {}});
+    CommandLine cl = parse_command_line(
+        args, OptionSpec{{"--admin", "--token-file", "--vault", "--format", "--secret", "--out-dir", "--ttl"}, {}});
     Options options = read_options(cl);
 
     if (::isatty(STDIN_FILENO))
@@ -420,7 +418,8 @@ int bootstrap_command(const Args& args) {
         std::fprintf(stderr, "vaultgate bootstrap: %s held a secret's value; it now holds the placeholder\n",
                      name.c_str());
     // Checked now so that an input the format cannot carry fails before the vault changes.
-    if (auto problem = render_problem(env, options.format)) throw UsageError("cannot write the environment: " + *problem);
+    if (auto problem = render_problem(env, options.format))
+        throw UsageError("cannot write the environment: " + *problem);
 
     AdminClient client = admin_client_from(cl);
     OutDir out_dir = prepare_out_dir(options.out_dir);

@@ -229,8 +229,8 @@ void Catalog::add_session(const StoredSession& session) {
 
 std::string Catalog::remove_session(std::string_view id) {
     StoreData next = data_;
-    const auto it = std::find_if(next.sessions.begin(), next.sessions.end(),
-                                 [&](const StoredSession& s) { return s.id == id; });
+    const auto it =
+        std::find_if(next.sessions.begin(), next.sessions.end(), [&](const StoredSession& s) { return s.id == id; });
     if (it == next.sessions.end()) {
         if (config_.sessions.count(std::string(id)))
             fail(409, "read_only", "session '" + std::string(id) + "' is defined in the config file");
@@ -250,8 +250,9 @@ void Catalog::refuse_source_overlap(const StoredSession& session) const {
     for (const auto& other : data_.sessions)
         if (other.source && other.expires_at_ms > now_ms && same_source_range(*other.source, *session.source))
             fail(409, "source_conflict",
-                 "source: session " + other.id + " is already pinned to this range; pick a narrower or "
-                 "another one, or delete that session first");
+                 "source: session " + other.id +
+                     " is already pinned to this range; pick a narrower or "
+                     "another one, or delete that session first");
 }
 
 // Refuses a change after which one of the `affected` sessions would hold two

@@ -114,8 +114,8 @@ AdminResponse create_session(Catalog& catalog, const AdminOptions& options, cons
         throw;
     }
 
-    const std::string base = options.proxy_url.empty() ? "http://" + catalog.config().listen_proxy.to_string()
-                                                       : options.proxy_url;
+    const std::string base =
+        options.proxy_url.empty() ? "http://" + catalog.config().listen_proxy.to_string() : options.proxy_url;
     std::string proxy_url = session_proxy_url(base, session.id, token);
     ordered_json out = new_session_json(session, token, proxy_url, options.ca_cert_pem);
     AdminResponse response = json_response(201, out);

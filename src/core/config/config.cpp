@@ -28,8 +28,9 @@ Config read_config(const yaml::Value& root, const std::string& source) {
     // An empty file is more likely a truncated one (a failed write, a
     // reload mid-edit) than a wish for every default, which `{}` says.
     if (root.is_null())
-        root.fail("the config file is empty (nothing but whitespace, comments or null); "
-                  "write {} to take every default");
+        root.fail(
+            "the config file is empty (nothing but whitespace, comments or null); "
+            "write {} to take every default");
     if (!root.is_map()) root.fail("expected a map of sections at the top level, got " + root.kind());
 
     using namespace config_sections;

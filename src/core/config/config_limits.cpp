@@ -6,10 +6,10 @@
 namespace vaultgate::config_sections {
 
 void read_limits(const yaml::Value& section, Limits& limits) {
-    const auto f = section.section({"max_connections", "max_connections_per_client", "header_bytes", "header_count",
-                                    "handshake_timeout", "header_timeout", "idle_timeout", "drain_timeout",
-                                    "connect_timeout", "response_timeout", "upstream_idle_timeout", "worker_threads",
-                                    "admin_connections"});
+    const auto f =
+        section.section({"max_connections", "max_connections_per_client", "header_bytes", "header_count",
+                         "handshake_timeout", "header_timeout", "idle_timeout", "drain_timeout", "connect_timeout",
+                         "response_timeout", "upstream_idle_timeout", "worker_threads", "admin_connections"});
     constexpr auto any = std::numeric_limits<std::uint64_t>::max();
     auto count = [&](std::string_view key, std::size_t& out) {
         if (auto* p = f.find(key)) out = static_cast<std::size_t>(p->unsigned_integer(1, any));

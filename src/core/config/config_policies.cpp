@@ -25,8 +25,7 @@ void read_cidrs(const yaml::Value& list, EgressPolicy& policy) {
     for (const auto& item : list.list()) {
         if (!item.is_scalar()) item.fail("expected a string, got " + item.kind());
         auto cidr = parse_cidr(item.scalar());
-        if (!cidr)
-            item.fail("expected an IP address or CIDR like 10.0.0.0/8 or fd00::/8, got " + shown(item.scalar()));
+        if (!cidr) item.fail("expected an IP address or CIDR like 10.0.0.0/8 or fd00::/8, got " + shown(item.scalar()));
         policy.allowed_cidrs.push_back(*cidr);
     }
 }

@@ -13,16 +13,16 @@
 
 namespace vaultgate::config_sections {
 
-void read_listen(const yaml::Value& section, Config& cfg);     // config_listen.cpp
-void read_ca(const yaml::Value& section, Config& cfg);         // config_settings.cpp
-void read_upstream(const yaml::Value& section, Config& cfg);   // config_settings.cpp
-void read_store(const yaml::Value& section, Config& cfg);      // config_settings.cpp
-void read_admin(const yaml::Value& section, Config& cfg);      // config_settings.cpp
-void read_log(const yaml::Value& section, Config& cfg);        // config_settings.cpp
-void read_limits(const yaml::Value& section, Limits& limits);  // config_limits.cpp
-void read_vaults(const yaml::Value& section, Config& cfg);     // config_vaults.cpp
+void read_listen(const yaml::Value& section, Config& cfg);           // config_listen.cpp
+void read_ca(const yaml::Value& section, Config& cfg);               // config_settings.cpp
+void read_upstream(const yaml::Value& section, Config& cfg);         // config_settings.cpp
+void read_store(const yaml::Value& section, Config& cfg);            // config_settings.cpp
+void read_admin(const yaml::Value& section, Config& cfg);            // config_settings.cpp
+void read_log(const yaml::Value& section, Config& cfg);              // config_settings.cpp
+void read_limits(const yaml::Value& section, Limits& limits);        // config_limits.cpp
+void read_vaults(const yaml::Value& section, Config& cfg);           // config_vaults.cpp
 void read_egress_policies(const yaml::Value& section, Config& cfg);  // config_policies.cpp
-void read_sessions(const yaml::Value& section, Config& cfg);   // config_sessions.cpp
+void read_sessions(const yaml::Value& section, Config& cfg);         // config_sessions.cpp
 
 // Refuses a map entry whose key is not a valid `kind` name ("session",
 // "policy", "credential"), pointing at the key under the map's path.

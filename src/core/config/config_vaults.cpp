@@ -60,9 +60,9 @@ AuthSpec read_auth(const yaml::Value& v, const VaultConfig& vault) {
     if (!vault.credentials.count(spec.key)) {
         std::vector<std::string> names;
         for (const auto& [n, _] : vault.credentials) names.push_back(n);
-        f.at("key").fail("no credential " + shown(spec.key) + " in vault '" + vault.name + "'" +
-                         (names.empty() ? std::string(" (it has no credentials)")
-                                        : " (credentials: " + joined(names) + ")"));
+        f.at("key").fail(
+            "no credential " + shown(spec.key) + " in vault '" + vault.name + "'" +
+            (names.empty() ? std::string(" (it has no credentials)") : " (credentials: " + joined(names) + ")"));
     }
     return spec;
 }

@@ -38,15 +38,23 @@ std::string indexed(const std::string& path, std::size_t i) { return path + "[" 
 
 std::string kind_of(const json& j) {
     switch (j.type()) {
-        case json::value_t::null: return "null";
-        case json::value_t::object: return "an object";
-        case json::value_t::array: return "a list";
-        case json::value_t::string: return "a string";
-        case json::value_t::boolean: return "a boolean";
+        case json::value_t::null:
+            return "null";
+        case json::value_t::object:
+            return "an object";
+        case json::value_t::array:
+            return "a list";
+        case json::value_t::string:
+            return "a string";
+        case json::value_t::boolean:
+            return "a boolean";
         case json::value_t::number_integer:
-        case json::value_t::number_unsigned: return "an integer";
-        case json::value_t::number_float: return "a number";
-        default: return "a value";
+        case json::value_t::number_unsigned:
+            return "an integer";
+        case json::value_t::number_float:
+            return "a number";
+        default:
+            return "a value";
     }
 }
 
@@ -94,8 +102,8 @@ std::uint16_t port_value(const json& j, const std::string& path) {
     // 443.0 is refused with the floats: a port is an integer in the config too.
     // Parsed text gives unsigned numbers, values built in code signed ones.
     if (!j.is_number_integer()) fail(path, "expected an integer, got " + kind_of(j));
-    const std::int64_t v = j.is_number_unsigned() ? (j.get<std::uint64_t>() > 65535 ? 0 : j.get<std::int64_t>())
-                                                  : j.get<std::int64_t>();
+    const std::int64_t v =
+        j.is_number_unsigned() ? (j.get<std::uint64_t>() > 65535 ? 0 : j.get<std::int64_t>()) : j.get<std::int64_t>();
     if (auto why = validation::check_service_port(v)) fail(path, *why);
     return static_cast<std::uint16_t>(v);
 }
@@ -213,11 +221,16 @@ nlohmann::json parse_json_text(std::string_view text, JsonTextError* error) {
 
 std::string_view auth_type_name(AuthType type) {
     switch (type) {
-        case AuthType::api_key: return "api-key";
-        case AuthType::bearer: return "bearer";
-        case AuthType::basic: return "basic";
-        case AuthType::header: return "header";
-        case AuthType::query: return "query";
+        case AuthType::api_key:
+            return "api-key";
+        case AuthType::bearer:
+            return "bearer";
+        case AuthType::basic:
+            return "basic";
+        case AuthType::header:
+            return "header";
+        case AuthType::query:
+            return "query";
     }
     return "api-key";
 }
@@ -235,14 +248,21 @@ nlohmann::json service_to_json(const ServiceConfig& service) {
     auth["type"] = auth_type_name(service.auth.type);
     auth["key"] = service.auth.key;
     switch (service.auth.type) {
-        case AuthType::api_key: auth["header"] = service.auth.header; break;
-        case AuthType::bearer: break;
-        case AuthType::basic: auth["user"] = service.auth.user; break;
+        case AuthType::api_key:
+            auth["header"] = service.auth.header;
+            break;
+        case AuthType::bearer:
+            break;
+        case AuthType::basic:
+            auth["user"] = service.auth.user;
+            break;
         case AuthType::header:
             auth["header"] = service.auth.header;
             auth["template"] = service.auth.value_template;
             break;
-        case AuthType::query: auth["param"] = service.auth.param; break;
+        case AuthType::query:
+            auth["param"] = service.auth.param;
+            break;
     }
     json j = json::object();
     j["host"] = service.host;

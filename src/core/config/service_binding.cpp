@@ -25,8 +25,8 @@ std::optional<BindingRefusal> check_own_listener(const IpAddress& ip, std::uint1
         if (listener.is_unix() || (listener.port != 0 && listener.port != port)) continue;
         const auto address = parse_ip_strict(listener.host);
         if (!address || unmapped(*address) != unmapped(ip)) continue;
-        const std::string where = listener.port != 0 ? listener.to_string()
-                                                     : listener.host + " (on a port chosen at start)";
+        const std::string where =
+            listener.port != 0 ? listener.to_string() : listener.host + " (on a port chosen at start)";
         return BindingRefusal{"own_listener", where + " is one of vaultgate's own listeners"};
     }
     return std::nullopt;
@@ -35,14 +35,23 @@ std::optional<BindingRefusal> check_own_listener(const IpAddress& ip, std::uint1
 std::optional<BindingRefusal> check_address(const IpAddress& ip) {
     std::string_view what;
     switch (classify_address(ip)) {
-        case AddressClass::unspecified: what = "an unspecified address (this machine)"; break;
-        case AddressClass::loopback: what = "a loopback address (this machine)"; break;
-        case AddressClass::link_local: what = "a link-local address"; break;
-        case AddressClass::metadata: what = "a cloud metadata address"; break;
-        default: return std::nullopt;
+        case AddressClass::unspecified:
+            what = "an unspecified address (this machine)";
+            break;
+        case AddressClass::loopback:
+            what = "a loopback address (this machine)";
+            break;
+        case AddressClass::link_local:
+            what = "a link-local address";
+            break;
+        case AddressClass::metadata:
+            what = "a cloud metadata address";
+            break;
+        default:
+            return std::nullopt;
     }
-    return BindingRefusal{"forbidden_address", ip.to_string() + " is " + std::string(what) +
-                                                   "; a credential is never bound to it"};
+    return BindingRefusal{"forbidden_address",
+                          ip.to_string() + " is " + std::string(what) + "; a credential is never bound to it"};
 }
 
 bool is_localhost_name(std::string_view name) { return name == "localhost" || name.ends_with(".localhost"); }
@@ -62,8 +71,9 @@ std::optional<BindingRefusal> check_wildcard_base(std::string_view base) {
     const psl_ctx_t* list = public_suffix_list();
     // Without the list no wildcard can be shown to be safe.
     if (!list)
-        return BindingRefusal{"public_suffix_wildcard", "the public suffix list is not available, so no wildcard "
-                                                        "can be checked; bind the hosts one by one"};
+        return BindingRefusal{"public_suffix_wildcard",
+                              "the public suffix list is not available, so no wildcard "
+                              "can be checked; bind the hosts one by one"};
     const std::string text(base);
     if (!psl_is_public_suffix2(list, text.c_str(), PSL_TYPE_ANY)) return std::nullopt;
     return BindingRefusal{"public_suffix_wildcard", "*." + text + " covers every domain under the public suffix " +

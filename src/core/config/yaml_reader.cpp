@@ -175,9 +175,9 @@ std::vector<Value> Value::entries_of_map() const {
         const std::string key = k.Scalar();
         auto [it, inserted] = seen.emplace(key, k.Mark());
         if (!inserted)
-            reader_->fail(k.Mark(), path_,
-                          "duplicate key " + shown(key) + " (first at line " + std::to_string(it->second.line + 1) +
-                              ")");
+            reader_->fail(
+                k.Mark(), path_,
+                "duplicate key " + shown(key) + " (first at line " + std::to_string(it->second.line + 1) + ")");
         out.emplace_back(*reader_, k, kv.second, child(path_, key));
     }
     return out;

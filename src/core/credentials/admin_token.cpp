@@ -20,7 +20,8 @@ std::string read_admin_token_file(const std::string& path, std::string_view what
         // Not only regular files: the CLI also takes "--token-file <(pass x)".
         token = read_secret_file(path, {max_token_file_bytes, Whitespace::keep, /*regular_file_only=*/false});
     } catch (const SecretFileError& e) {
-        if (e.problem() == SecretFileError::Problem::read) throw std::runtime_error("reading " + where + ": " + e.reason());
+        if (e.problem() == SecretFileError::Problem::read)
+            throw std::runtime_error("reading " + where + ": " + e.reason());
         throw AdminTokenError(where + ": " + e.reason());
     }
     if (auto why = validation::normalise_admin_token(token)) {

@@ -1,8 +1,8 @@
 #include "vaultgate/credentials/bootstrap_env.hpp"
 
-#include "vaultgate/util/json_wipe.hpp"
-#include "vaultgate/util/json_text.hpp"
 #include "vaultgate/credentials/validation.hpp"
+#include "vaultgate/util/json_text.hpp"
+#include "vaultgate/util/json_wipe.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -40,12 +40,18 @@ std::string position_text(std::string_view text, std::size_t offset) {
 
 std::string_view json_type_text(const nlohmann::ordered_json& j) {
     switch (j.type()) {
-        case nlohmann::ordered_json::value_t::null: return "null";
-        case nlohmann::ordered_json::value_t::boolean: return "a boolean";
-        case nlohmann::ordered_json::value_t::object: return "an object";
-        case nlohmann::ordered_json::value_t::array: return "an array";
-        case nlohmann::ordered_json::value_t::string: return "a string";
-        default: return "a number";
+        case nlohmann::ordered_json::value_t::null:
+            return "null";
+        case nlohmann::ordered_json::value_t::boolean:
+            return "a boolean";
+        case nlohmann::ordered_json::value_t::object:
+            return "an object";
+        case nlohmann::ordered_json::value_t::array:
+            return "an array";
+        case nlohmann::ordered_json::value_t::string:
+            return "a string";
+        default:
+            return "a number";
     }
 }
 
@@ -113,8 +119,7 @@ std::optional<EnvList> parse_env_object(std::string_view text, std::string* erro
             *error = "stdin: key number " + std::to_string(index) +
                      " is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)";
         } else if (!value.is_string()) {
-            *error = "stdin: the value of " + key + " is " + std::string(json_type_text(value)) +
-                     ", not a string";
+            *error = "stdin: the value of " + key + " is " + std::string(json_type_text(value)) + ", not a string";
         } else {
             vars.push_back({key, value.get_ref<const std::string&>()});
             continue;
@@ -133,8 +138,7 @@ bool has_secret_suffix(std::string_view name) {
     return false;
 }
 
-std::optional<std::vector<std::string>> choose_secret_names(const EnvList& vars,
-                                                            const std::vector<std::string>& named,
+std::optional<std::vector<std::string>> choose_secret_names(const EnvList& vars, const std::vector<std::string>& named,
                                                             std::string* error) {
     std::vector<std::string> chosen;
     if (!named.empty()) {
@@ -228,8 +232,8 @@ std::optional<UrlTarget> parse_url_target(std::string_view value) {
 }
 
 bool is_proxy_setting(std::string_view name) {
-    for (std::string_view proxy : {"HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "NO_PROXY", "https_proxy", "http_proxy",
-                                   "all_proxy", "no_proxy"})
+    for (std::string_view proxy :
+         {"HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "NO_PROXY", "https_proxy", "http_proxy", "all_proxy", "no_proxy"})
         if (name == proxy) return true;
     return false;
 }

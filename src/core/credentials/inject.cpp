@@ -43,8 +43,7 @@ bool same_field(std::string_view a, std::string_view b) {
 // The header name comes from configuration, but a bad one would make us emit a
 // malformed request, so it is checked here as well.
 void require_token(std::string_view name, const char* what) {
-    if (!syntax::is_token(name))
-        throw std::invalid_argument(std::string(what) + " is not a valid header field name");
+    if (!syntax::is_token(name)) throw std::invalid_argument(std::string(what) + " is not a valid header field name");
 }
 
 // A secret or template with CR, LF, NUL or another control byte would split or
@@ -53,8 +52,7 @@ void require_field_value(std::string_view value, const char* what) {
     for (char ch : value) {
         auto c = static_cast<unsigned char>(ch);
         if ((c < 0x20 && c != '\t') || c == 0x7f)
-            throw std::invalid_argument(std::string(what) +
-                                        " contains bytes that are not allowed in a header field");
+            throw std::invalid_argument(std::string(what) + " contains bytes that are not allowed in a header field");
     }
 }
 
@@ -92,21 +90,21 @@ std::string_view effective_template(const AuthSpec& spec) {
 // the head is touched.
 void check_inputs(const AuthSpec& spec, std::string_view secret) {
     switch (spec.type) {
-    case AuthType::api_key:
-    case AuthType::bearer:
-        require_field_value(secret, "credential value");
-        return;
-    case AuthType::basic:
-        // base64 hides every byte of user and secret, so only the separator matters.
-        if (spec.user.find(':') != std::string::npos)
-            throw std::invalid_argument("basic auth user must not contain ':'");
-        return;
-    case AuthType::header:
-        require_field_value(effective_template(spec), "header template");
-        require_field_value(secret, "credential value");
-        return;
-    case AuthType::query:
-        return;
+        case AuthType::api_key:
+        case AuthType::bearer:
+            require_field_value(secret, "credential value");
+            return;
+        case AuthType::basic:
+            // base64 hides every byte of user and secret, so only the separator matters.
+            if (spec.user.find(':') != std::string::npos)
+                throw std::invalid_argument("basic auth user must not contain ':'");
+            return;
+        case AuthType::header:
+            require_field_value(effective_template(spec), "header template");
+            require_field_value(secret, "credential value");
+            return;
+        case AuthType::query:
+            return;
     }
 }
 
@@ -115,49 +113,49 @@ void check_inputs(const AuthSpec& spec, std::string_view secret) {
 void build_value(std::string& out, const AuthSpec& spec, std::string_view secret) {
     check_inputs(spec, secret);
     switch (spec.type) {
-    case AuthType::api_key:
-        out.reserve(secret.size());
-        out.append(secret);
-        return;
-    case AuthType::bearer: {
-        constexpr std::string_view prefix = "Bearer ";
-        out.reserve(prefix.size() + secret.size());
-        out.append(prefix);
-        out.append(secret);
-        return;
-    }
-    case AuthType::basic: {
-        std::string pair;
-        pair.reserve(spec.user.size() + 1 + secret.size());
-        pair.append(spec.user);
-        pair.push_back(':');
-        pair.append(secret);
-
-        constexpr std::string_view prefix = "Basic ";
-        out.reserve(prefix.size() + base64_size(pair.size()));
-        out.append(prefix);
-        append_base64(out, pair, Base64Alphabet::standard, true);
-        wipe_string(pair);
-        return;
-    }
-    case AuthType::header: {
-        std::string_view tpl = effective_template(spec);
-        std::size_t markers = count_markers(tpl);
-        out.reserve(tpl.size() - markers * secret_marker.size() + markers * secret.size());
-        std::size_t from = 0;
-        for (std::size_t pos = tpl.find(secret_marker); pos != std::string_view::npos;
-             pos = tpl.find(secret_marker, from)) {
-            out.append(tpl.substr(from, pos - from));
+        case AuthType::api_key:
+            out.reserve(secret.size());
             out.append(secret);
-            from = pos + secret_marker.size();
+            return;
+        case AuthType::bearer: {
+            constexpr std::string_view prefix = "Bearer ";
+            out.reserve(prefix.size() + secret.size());
+            out.append(prefix);
+            out.append(secret);
+            return;
         }
-        out.append(tpl.substr(from));
-        return;
-    }
-    case AuthType::query:
-        out.reserve(percent_encoded_size(secret));
-        append_percent_encoded(out, secret);
-        return;
+        case AuthType::basic: {
+            std::string pair;
+            pair.reserve(spec.user.size() + 1 + secret.size());
+            pair.append(spec.user);
+            pair.push_back(':');
+            pair.append(secret);
+
+            constexpr std::string_view prefix = "Basic ";
+            out.reserve(prefix.size() + base64_size(pair.size()));
+            out.append(prefix);
+            append_base64(out, pair, Base64Alphabet::standard, true);
+            wipe_string(pair);
+            return;
+        }
+        case AuthType::header: {
+            std::string_view tpl = effective_template(spec);
+            std::size_t markers = count_markers(tpl);
+            out.reserve(tpl.size() - markers * secret_marker.size() + markers * secret.size());
+            std::size_t from = 0;
+            for (std::size_t pos = tpl.find(secret_marker); pos != std::string_view::npos;
+                 pos = tpl.find(secret_marker, from)) {
+                out.append(tpl.substr(from, pos - from));
+                out.append(secret);
+                from = pos + secret_marker.size();
+            }
+            out.append(tpl.substr(from));
+            return;
+        }
+        case AuthType::query:
+            out.reserve(percent_encoded_size(secret));
+            append_percent_encoded(out, secret);
+            return;
     }
 }
 
@@ -251,15 +249,15 @@ void inject_query(RequestHead& head, const AuthSpec& spec, std::string_view secr
 
 std::string AuthSpec::target_header() const {
     switch (type) {
-    case AuthType::api_key:
-        return header.empty() ? std::string(default_api_key_header) : header;
-    case AuthType::bearer:
-    case AuthType::basic:
-        return std::string(authorization_header);
-    case AuthType::header:
-        return header;
-    case AuthType::query:
-        return {};
+        case AuthType::api_key:
+            return header.empty() ? std::string(default_api_key_header) : header;
+        case AuthType::bearer:
+        case AuthType::basic:
+            return std::string(authorization_header);
+        case AuthType::header:
+            return header;
+        case AuthType::query:
+            return {};
     }
     return {};
 }

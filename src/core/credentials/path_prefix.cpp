@@ -30,8 +30,7 @@ bool has_dot_segment(std::string_view decoded) {
     std::size_t start = 0;
     for (;;) {
         const std::size_t slash = decoded.find('/', start);
-        if (is_dot_segment(decoded.substr(start, slash == std::string_view::npos ? slash : slash - start)))
-            return true;
+        if (is_dot_segment(decoded.substr(start, slash == std::string_view::npos ? slash : slash - start))) return true;
         if (slash == std::string_view::npos) return false;
         start = slash + 1;
     }

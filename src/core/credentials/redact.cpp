@@ -209,8 +209,7 @@ RedactionPatterns::RedactionPatterns(const std::vector<Secret>& secrets, std::st
         const auto* b = reinterpret_cast<const unsigned char*>(n.reveal().data());
         for (std::size_t j = block_ - 1; j < min_len_; ++j) {
             const unsigned key = block_ == 2 ? (b[j - 1] << 8 | b[j]) : b[j];
-            shift_[key] = static_cast<std::uint8_t>(
-                std::min<std::size_t>(shift_[key], min_len_ - 1 - j));
+            shift_[key] = static_cast<std::uint8_t>(std::min<std::size_t>(shift_[key], min_len_ - 1 - j));
         }
     }
 
@@ -271,7 +270,7 @@ RedactionPatterns::Hit RedactionPatterns::check_at(std::string_view data, std::s
 // with long stretches of a secret, which a sandbox cannot produce without
 // already knowing it.
 RedactionPatterns::Hit RedactionPatterns::find(std::string_view data, std::size_t from, std::size_t limit,
-                             bool final) const {
+                                               bool final) const {
     const std::size_t n = data.size();
     const auto* d = reinterpret_cast<const unsigned char*>(data.data());
     std::size_t pos = from;
@@ -320,7 +319,7 @@ RedactionPatterns::Hit RedactionPatterns::find(std::string_view data, std::size_
 // placeholders to out. Returns where it stopped: limit, or the first pending
 // position. Bytes inside a region are dropped as they are passed.
 std::size_t RedactionPatterns::scan(std::string_view data, std::size_t pos, std::size_t limit, bool final,
-                           ScanState& state, std::string& out) const {
+                                    ScanState& state, std::string& out) const {
     for (;;) {
         if (state.in_region) {
             if (pos >= state.region_end) {

@@ -2,9 +2,9 @@
 // why, and for the promise that no message quotes the value it checks.
 #include "vaultgate/credentials/validation.hpp"
 
-#include "vaultgate/http/syntax.hpp"
-#include "vaultgate/egress/host.hpp"
 #include "vaultgate/credentials/path_prefix.hpp"
+#include "vaultgate/egress/host.hpp"
+#include "vaultgate/http/syntax.hpp"
 #include "vaultgate/util/secret.hpp"
 
 #include <cctype>
@@ -34,14 +34,13 @@ bool is_valid_name(std::string_view name) {
 
 std::optional<std::string> check_name(std::string_view name, std::string_view kind) {
     if (is_valid_name(name)) return std::nullopt;
-    return "expected a " + std::string(kind) + " name of [A-Za-z0-9_.-] (at most " +
-           std::to_string(max_name_length) + " characters, not \".\" or \"..\")";
+    return "expected a " + std::string(kind) + " name of [A-Za-z0-9_.-] (at most " + std::to_string(max_name_length) +
+           " characters, not \".\" or \"..\")";
 }
 
 std::optional<std::string> check_credential_value(std::string_view value) {
     if (value.empty()) return "must not be empty";
-    if (value.size() > max_credential_bytes)
-        return "longer than " + std::to_string(max_credential_bytes) + " bytes";
+    if (value.size() > max_credential_bytes) return "longer than " + std::to_string(max_credential_bytes) + " bytes";
     for (const char c : value) {
         const auto u = static_cast<unsigned char>(c);
         if (u < 0x20 || u == 0x7f) return "must not contain CR, LF, NUL or other control bytes";
@@ -82,8 +81,16 @@ bool is_reserved_header(std::string_view name) {
         n += (c == '_') ? '-' : c;
     }
     static const std::set<std::string, std::less<>> reserved = {
-        "host", "content-length", "transfer-encoding", "connection", "expect",  // framing and routing
-        "keep-alive", "te", "trailer", "upgrade", "proxy-connection",          // hop-by-hop
+        "host",
+        "content-length",
+        "transfer-encoding",
+        "connection",
+        "expect",  // framing and routing
+        "keep-alive",
+        "te",
+        "trailer",
+        "upgrade",
+        "proxy-connection",  // hop-by-hop
     };
     return reserved.count(n) > 0 || n.starts_with("proxy-");
 }
@@ -209,11 +216,20 @@ std::optional<FieldError> build_auth_spec(const AuthFields& fields, AuthSpec* ou
     // the operator had in mind.
     std::vector<std::string_view> used;
     switch (spec.type) {
-        case AuthType::api_key: used = {"header"}; break;
-        case AuthType::bearer: break;
-        case AuthType::basic: used = {"user"}; break;
-        case AuthType::header: used = {"header", "template"}; break;
-        case AuthType::query: used = {"param"}; break;
+        case AuthType::api_key:
+            used = {"header"};
+            break;
+        case AuthType::bearer:
+            break;
+        case AuthType::basic:
+            used = {"user"};
+            break;
+        case AuthType::header:
+            used = {"header", "template"};
+            break;
+        case AuthType::query:
+            used = {"param"};
+            break;
     }
     for (const auto& [key, _] : fields) {
         if (key == "type" || key == "key") continue;

@@ -56,8 +56,8 @@ using AkidPtr = Owned<AUTHORITY_KEYID, AUTHORITY_KEYID_free>;
 using Ia5Ptr = Owned<ASN1_IA5STRING, ASN1_IA5STRING_free>;
 
 constexpr long one_hour = 60 * 60;
-constexpr long ca_validity_days = 3652;  // ten years, leap days included
-constexpr int serial_bits = 159;         // RFC 5280: at most 20 octets, positive
+constexpr long ca_validity_days = 3652;      // ten years, leap days included
+constexpr int serial_bits = 159;             // RFC 5280: at most 20 octets, positive
 constexpr std::size_t max_common_name = 64;  // ub-common-name
 // The cache re-mints a leaf this long before its end, so that no handshake gets
 // a leaf that expires while the connection is still young.
@@ -71,8 +71,7 @@ constexpr std::chrono::hours leaf_refresh_margin{1};
 
 EvpPkeyPtr generate_p256_key() {
     PkeyCtxPtr ctx(EVP_PKEY_CTX_new_from_name(nullptr, "EC", nullptr));
-    if (!ctx || EVP_PKEY_keygen_init(ctx.get()) <= 0 ||
-        EVP_PKEY_CTX_set_group_name(ctx.get(), "P-256") <= 0)
+    if (!ctx || EVP_PKEY_keygen_init(ctx.get()) <= 0 || EVP_PKEY_CTX_set_group_name(ctx.get(), "P-256") <= 0)
         fail("cannot set up P-256 key generation");
     EVP_PKEY* raw = nullptr;
     if (EVP_PKEY_generate(ctx.get(), &raw) <= 0) fail("cannot generate a P-256 key");
@@ -248,8 +247,7 @@ GeneralNamePtr subject_alt_name(const std::string& host) {
 }
 
 void add_name_entry(X509_NAME* name, const char* field, std::string_view value) {
-    if (!X509_NAME_add_entry_by_txt(name, field, MBSTRING_UTF8,
-                                    reinterpret_cast<const unsigned char*>(value.data()),
+    if (!X509_NAME_add_entry_by_txt(name, field, MBSTRING_UTF8, reinterpret_cast<const unsigned char*>(value.data()),
                                     static_cast<int>(value.size()), -1, 0))
         fail(std::string("cannot set the ") + field + " of the certificate name");
 }
@@ -302,8 +300,7 @@ void create_ca_files(const std::string& dir, const std::string& common_name) {
         return PEM_write_bio_PrivateKey(bio, key.get(), nullptr, nullptr, 0, nullptr, nullptr) == 1;
     });
     try {
-        write_new_file(cert_path.string(), 0644,
-                       [&](BIO* bio) { return PEM_write_bio_X509(bio, cert.get()) == 1; });
+        write_new_file(cert_path.string(), 0644, [&](BIO* bio) { return PEM_write_bio_X509(bio, cert.get()) == 1; });
     } catch (...) {
         // Half a CA is worse than none: a rerun would refuse to overwrite the key.
         ::unlink(key_path.c_str());

@@ -29,9 +29,8 @@ std::string random_id(std::string_view prefix) {
 std::string random_token() {
     std::array<unsigned char, 32> bytes{};
     random_bytes(bytes.data(), bytes.size());
-    std::string token =
-        base64_encode(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), Base64Alphabet::url,
-                      false);
+    std::string token = base64_encode(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
+                                      Base64Alphabet::url, false);
     OPENSSL_cleanse(bytes.data(), bytes.size());
     return token;
 }

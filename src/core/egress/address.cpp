@@ -163,11 +163,11 @@ struct V4Range {
 // Order matters: the first match wins, so the single metadata addresses come
 // before the ranges that contain them.
 constexpr V4Range k_v4_ranges[] = {
-    {169, 254, 169, 254, 32, AddressClass::metadata},   // AWS, GCP, Azure, OpenStack
-    {169, 254, 170, 2, 32, AddressClass::metadata},     // AWS ECS task metadata
-    {100, 100, 100, 200, 32, AddressClass::metadata},   // Alibaba Cloud
+    {169, 254, 169, 254, 32, AddressClass::metadata},  // AWS, GCP, Azure, OpenStack
+    {169, 254, 170, 2, 32, AddressClass::metadata},    // AWS ECS task metadata
+    {100, 100, 100, 200, 32, AddressClass::metadata},  // Alibaba Cloud
     {255, 255, 255, 255, 32, AddressClass::broadcast},
-    {0, 0, 0, 0, 8, AddressClass::unspecified},          // "this network"; 0.0.0.0 reaches the local host on Linux
+    {0, 0, 0, 0, 8, AddressClass::unspecified},  // "this network"; 0.0.0.0 reaches the local host on Linux
     {127, 0, 0, 0, 8, AddressClass::loopback},
     {10, 0, 0, 0, 8, AddressClass::private_network},
     {172, 16, 0, 0, 12, AddressClass::private_network},
@@ -177,9 +177,9 @@ constexpr V4Range k_v4_ranges[] = {
     {192, 0, 2, 0, 24, AddressClass::documentation},
     {198, 51, 100, 0, 24, AddressClass::documentation},
     {203, 0, 113, 0, 24, AddressClass::documentation},
-    {192, 0, 0, 0, 24, AddressClass::reserved},          // IETF protocol assignments
-    {192, 88, 99, 0, 24, AddressClass::reserved},        // deprecated 6to4 relay anycast
-    {198, 18, 0, 0, 15, AddressClass::reserved},         // benchmarking
+    {192, 0, 0, 0, 24, AddressClass::reserved},    // IETF protocol assignments
+    {192, 88, 99, 0, 24, AddressClass::reserved},  // deprecated 6to4 relay anycast
+    {198, 18, 0, 0, 15, AddressClass::reserved},   // benchmarking
     {224, 0, 0, 0, 4, AddressClass::multicast},
     {240, 0, 0, 0, 4, AddressClass::reserved},
 };
@@ -202,15 +202,15 @@ struct Embedded {
 Embedded embedded_v4(const IpAddress& a) {
     Embedded e;
     if (starts_with_bytes(a, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff})) {
-        e.add(v4_from(a, 12));                       // IPv4-mapped ::ffff:0:0/96
+        e.add(v4_from(a, 12));  // IPv4-mapped ::ffff:0:0/96
     } else if (starts_with_bytes(a, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})) {
-        e.add(v4_from(a, 12));                       // IPv4-compatible ::/96
+        e.add(v4_from(a, 12));  // IPv4-compatible ::/96
     } else if (starts_with_bytes(a, {0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0})) {
-        e.add(v4_from(a, 12));                       // NAT64 well-known 64:ff9b::/96
+        e.add(v4_from(a, 12));  // NAT64 well-known 64:ff9b::/96
     } else if (starts_with_bytes(a, {0, 0x64, 0xff, 0x9b, 0, 1})) {
-        e.add(v4_from(a, 12));                       // NAT64 local-use 64:ff9b:1::/48
+        e.add(v4_from(a, 12));  // NAT64 local-use 64:ff9b:1::/48
     } else if (starts_with_bytes(a, {0x20, 0x02})) {
-        e.add(v4_from(a, 2));                        // 6to4 2002::/16
+        e.add(v4_from(a, 2));  // 6to4 2002::/16
     } else if (starts_with_bytes(a, {0x20, 0x01, 0, 0})) {
         // Teredo: the client address is stored inverted; the server is plain.
         IpAddress client = v4_from(a, 12);
@@ -228,16 +228,18 @@ struct V6Range {
 };
 
 constexpr V6Range k_v6_ranges[] = {
-    {{0xfd, 0x00, 0x0e, 0xc2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, 0x54}, 128, AddressClass::metadata},  // AWS IMDS over IPv6
+    {{0xfd, 0x00, 0x0e, 0xc2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, 0x54},
+     128,
+     AddressClass::metadata},  // AWS IMDS over IPv6
     {{0xff}, 8, AddressClass::multicast},
     {{0xfe, 0x80}, 10, AddressClass::link_local},
     {{0xfc}, 7, AddressClass::unique_local},
     {{0x20, 0x01, 0x0d, 0xb8}, 32, AddressClass::documentation},
-    {{0x3f, 0xff}, 20, AddressClass::documentation},                       // RFC 9637
-    {{0x01, 0x00, 0, 0, 0, 0, 0, 0}, 64, AddressClass::reserved},            // discard-only
-    {{0x20, 0x01, 0x00, 0x02, 0, 0}, 48, AddressClass::reserved},            // benchmarking
-    {{0x20, 0x01, 0x00, 0x10}, 28, AddressClass::reserved},                // ORCHID (deprecated)
-    {{0x5f, 0x00}, 16, AddressClass::reserved},                            // SRv6 SIDs
+    {{0x3f, 0xff}, 20, AddressClass::documentation},               // RFC 9637
+    {{0x01, 0x00, 0, 0, 0, 0, 0, 0}, 64, AddressClass::reserved},  // discard-only
+    {{0x20, 0x01, 0x00, 0x02, 0, 0}, 48, AddressClass::reserved},  // benchmarking
+    {{0x20, 0x01, 0x00, 0x10}, 28, AddressClass::reserved},        // ORCHID (deprecated)
+    {{0x5f, 0x00}, 16, AddressClass::reserved},                    // SRv6 SIDs
 };
 
 bool is_all_zero_but_last(const IpAddress& a, std::uint8_t last) {
@@ -354,25 +356,35 @@ std::optional<IpAddress> parse_ip_strict(std::string_view text) {
 
 std::string_view address_class_name(AddressClass c) {
     switch (c) {
-        case AddressClass::global: return "global";
-        case AddressClass::loopback: return "loopback";
-        case AddressClass::unspecified: return "unspecified";
-        case AddressClass::link_local: return "link_local";
-        case AddressClass::metadata: return "metadata";
-        case AddressClass::private_network: return "private_network";
-        case AddressClass::cgnat: return "cgnat";
-        case AddressClass::unique_local: return "unique_local";
-        case AddressClass::multicast: return "multicast";
-        case AddressClass::broadcast: return "broadcast";
-        case AddressClass::documentation: return "documentation";
-        case AddressClass::reserved: return "reserved";
+        case AddressClass::global:
+            return "global";
+        case AddressClass::loopback:
+            return "loopback";
+        case AddressClass::unspecified:
+            return "unspecified";
+        case AddressClass::link_local:
+            return "link_local";
+        case AddressClass::metadata:
+            return "metadata";
+        case AddressClass::private_network:
+            return "private_network";
+        case AddressClass::cgnat:
+            return "cgnat";
+        case AddressClass::unique_local:
+            return "unique_local";
+        case AddressClass::multicast:
+            return "multicast";
+        case AddressClass::broadcast:
+            return "broadcast";
+        case AddressClass::documentation:
+            return "documentation";
+        case AddressClass::reserved:
+            return "reserved";
     }
     return "unknown";
 }
 
-AddressClass classify_address(const IpAddress& addr) {
-    return addr.v6 ? classify_v6(addr) : classify_v4(addr);
-}
+AddressClass classify_address(const IpAddress& addr) { return addr.v6 ? classify_v6(addr) : classify_v4(addr); }
 
 bool Cidr::contains(const IpAddress& addr) const {
     // A hand-built Cidr with an impossible length matches nothing rather than
@@ -393,8 +405,7 @@ std::optional<Cidr> parse_cidr(std::string_view text) {
     int len = max_len;
     if (slash != std::string_view::npos) {
         std::string_view digits = text.substr(slash + 1);
-        if (digits.empty() || digits.size() > 3 || (digits.size() > 1 && digits[0] == '0'))
-            return std::nullopt;
+        if (digits.empty() || digits.size() > 3 || (digits.size() > 1 && digits[0] == '0')) return std::nullopt;
         len = 0;
         for (char c : digits) {
             if (!is_digit(c)) return std::nullopt;

@@ -73,10 +73,10 @@ HelloResult read_client_hello(std::string_view bytes) {
 
     Reader hello(bytes.substr(9, hello_len));
     std::uint32_t len = 0;
-    if (!hello.skip(2 + 32)) return {HelloStatus::malformed, {}};                      // version, random
+    if (!hello.skip(2 + 32)) return {HelloStatus::malformed, {}};                             // version, random
     if (!hello.u8(len) || len > 32 || !hello.skip(len)) return {HelloStatus::malformed, {}};  // session id
     if (!hello.u16(len) || len < 2 || len % 2 || !hello.skip(len)) return {HelloStatus::malformed, {}};
-    if (!hello.u8(len) || len < 1 || !hello.skip(len)) return {HelloStatus::malformed, {}};   // compression
+    if (!hello.u8(len) || len < 1 || !hello.skip(len)) return {HelloStatus::malformed, {}};  // compression
     if (hello.empty()) return {HelloStatus::no_sni, {}};
     Reader extensions;
     if (!hello.u16(len) || !hello.sub(len, extensions)) return {HelloStatus::malformed, {}};

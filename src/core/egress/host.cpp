@@ -56,8 +56,7 @@ HostResult ok(std::string host, HostKind kind) {
 
 bool looks_like_ipv6_text(std::string_view s) {
     for (char c : s) {
-        bool hex_or_separator =
-            is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') || c == ':' || c == '.';
+        bool hex_or_separator = is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') || c == ':' || c == '.';
         if (!hex_or_separator) return false;
     }
     return true;
@@ -87,8 +86,7 @@ std::optional<std::string> to_ascii(const std::string& utf8, HostError& error) {
     int rc = IDN2_OK;
     for (int mode : {IDN2_NONTRANSITIONAL, IDN2_TRANSITIONAL}) {
         std::uint8_t* out = nullptr;
-        int r = idn2_lookup_u8(reinterpret_cast<const std::uint8_t*>(utf8.c_str()), &out,
-                               mode | IDN2_NFC_INPUT);
+        int r = idn2_lookup_u8(reinterpret_cast<const std::uint8_t*>(utf8.c_str()), &out, mode | IDN2_NFC_INPUT);
         std::unique_ptr<char, IdnFree> owned(reinterpret_cast<char*>(out));
         if (r == IDN2_OK && owned) return std::string(owned.get());
         if (rc == IDN2_OK) rc = r;
@@ -224,17 +222,26 @@ std::optional<AuthorityParts> split_authority(std::string_view raw, HostError& e
 
 std::string_view host_error_text(HostError e) {
     switch (e) {
-        case HostError::empty: return "host is empty";
-        case HostError::bad_character: return "host has a character that is not allowed, or an empty label";
-        case HostError::label_too_long: return "host has a label longer than 63 bytes";
-        case HostError::name_too_long: return "host is longer than 253 bytes";
-        case HostError::bad_idn: return "host is not a valid internationalised domain name";
+        case HostError::empty:
+            return "host is empty";
+        case HostError::bad_character:
+            return "host has a character that is not allowed, or an empty label";
+        case HostError::label_too_long:
+            return "host has a label longer than 63 bytes";
+        case HostError::name_too_long:
+            return "host is longer than 253 bytes";
+        case HostError::bad_idn:
+            return "host is not a valid internationalised domain name";
         case HostError::ip_literal_form:
             return "numeric host is not a dotted-quad IPv4 address (write it as four decimal octets)";
-        case HostError::bad_ipv6: return "host is not a valid IPv6 address in brackets";
-        case HostError::ipv6_zone: return "IPv6 zone ids are not accepted";
-        case HostError::bad_port: return "port must be 1-5 digits without a leading zero, 1 to 65535";
-        case HostError::missing_port: return "port is missing";
+        case HostError::bad_ipv6:
+            return "host is not a valid IPv6 address in brackets";
+        case HostError::ipv6_zone:
+            return "IPv6 zone ids are not accepted";
+        case HostError::bad_port:
+            return "port must be 1-5 digits without a leading zero, 1 to 65535";
+        case HostError::missing_port:
+            return "port is missing";
     }
     return "host is malformed";
 }

@@ -18,9 +18,7 @@ std::optional<DomainRule> rule_error(std::string* error, std::string_view messag
 }
 
 // The port a rule without one stands for, by how the client asked.
-std::uint16_t default_port(EgressKind kind) {
-    return kind == EgressKind::connect ? k_https_port : k_http_port;
-}
+std::uint16_t default_port(EgressKind kind) { return kind == EgressKind::connect ? k_https_port : k_http_port; }
 
 bool port_matches(const DomainRule& rule, std::uint16_t port, EgressKind kind) {
     return port == rule.port.value_or(default_port(kind));
@@ -49,18 +47,23 @@ DenyReason check_ip_literal(const EgressPolicy& policy, const Authority& dest) {
 
 DenyReason deny_for_class(AddressClass c) {
     switch (c) {
-        case AddressClass::global: return DenyReason::none;
-        case AddressClass::metadata: return DenyReason::metadata_address;
-        case AddressClass::loopback: return DenyReason::loopback_address;
+        case AddressClass::global:
+            return DenyReason::none;
+        case AddressClass::metadata:
+            return DenyReason::metadata_address;
+        case AddressClass::loopback:
+            return DenyReason::loopback_address;
         case AddressClass::private_network:
         case AddressClass::cgnat:
         case AddressClass::unique_local:
         case AddressClass::link_local:
-        case AddressClass::unspecified: return DenyReason::private_address;
+        case AddressClass::unspecified:
+            return DenyReason::private_address;
         case AddressClass::multicast:
         case AddressClass::broadcast:
         case AddressClass::documentation:
-        case AddressClass::reserved: return DenyReason::reserved_address;
+        case AddressClass::reserved:
+            return DenyReason::reserved_address;
     }
     return DenyReason::reserved_address;
 }
@@ -70,8 +73,8 @@ DenyReason deny_for_class(AddressClass c) {
 // passed something raw, and then the advice names no destination at all.
 bool is_printable_authority(std::string_view s) {
     for (char c : s) {
-        bool allowed = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '-' ||
-                  c == '_' || c == ':' || c == '[' || c == ']';
+        bool allowed = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_' ||
+                       c == ':' || c == '[' || c == ']';
         if (!allowed) return false;
     }
     return !s.empty();
@@ -124,8 +127,7 @@ std::optional<DomainRule> DomainRule::parse(std::string_view text, std::string* 
         rule.host = *parsed.host;
         kind = parsed.kind;
     }
-    if (kind != HostKind::name)
-        return rule_error(error, "IP addresses belong in allowed_cidrs, not allowed_domains");
+    if (kind != HostKind::name) return rule_error(error, "IP addresses belong in allowed_cidrs, not allowed_domains");
     return rule;
 }
 
@@ -140,23 +142,40 @@ bool DomainRule::matches_host(std::string_view normalised_host) const {
 
 std::string_view deny_reason_name(DenyReason r) {
     switch (r) {
-        case DenyReason::none: return "none";
-        case DenyReason::domain_not_allowed: return "domain_not_allowed";
-        case DenyReason::port_not_allowed: return "port_not_allowed";
-        case DenyReason::http_not_allowed: return "http_not_allowed";
-        case DenyReason::https_not_allowed: return "https_not_allowed";
-        case DenyReason::ip_literal_not_allowed: return "ip_literal_not_allowed";
-        case DenyReason::private_address: return "private_address";
-        case DenyReason::metadata_address: return "metadata_address";
-        case DenyReason::loopback_address: return "loopback_address";
-        case DenyReason::reserved_address: return "reserved_address";
-        case DenyReason::self_connection: return "self_connection";
-        case DenyReason::resolve_failed: return "resolve_failed";
-        case DenyReason::session_required: return "session_required";
-        case DenyReason::destination_mismatch: return "destination_mismatch";
-        case DenyReason::no_server_name: return "no_server_name";
-        case DenyReason::path_not_covered: return "path_not_covered";
-        case DenyReason::sni_mismatch: return "sni_mismatch";
+        case DenyReason::none:
+            return "none";
+        case DenyReason::domain_not_allowed:
+            return "domain_not_allowed";
+        case DenyReason::port_not_allowed:
+            return "port_not_allowed";
+        case DenyReason::http_not_allowed:
+            return "http_not_allowed";
+        case DenyReason::https_not_allowed:
+            return "https_not_allowed";
+        case DenyReason::ip_literal_not_allowed:
+            return "ip_literal_not_allowed";
+        case DenyReason::private_address:
+            return "private_address";
+        case DenyReason::metadata_address:
+            return "metadata_address";
+        case DenyReason::loopback_address:
+            return "loopback_address";
+        case DenyReason::reserved_address:
+            return "reserved_address";
+        case DenyReason::self_connection:
+            return "self_connection";
+        case DenyReason::resolve_failed:
+            return "resolve_failed";
+        case DenyReason::session_required:
+            return "session_required";
+        case DenyReason::destination_mismatch:
+            return "destination_mismatch";
+        case DenyReason::no_server_name:
+            return "no_server_name";
+        case DenyReason::path_not_covered:
+            return "path_not_covered";
+        case DenyReason::sni_mismatch:
+            return "sni_mismatch";
     }
     return "unknown";
 }
@@ -171,14 +190,13 @@ std::string deny_reason_advice(DenyReason r, const Authority& dest) {
             return "To allow " + where + ", add " + domain_rule_for(dest) +
                    " to egress_policies.<policy>.allowed_domains.";
         case DenyReason::port_not_allowed:
-            return "The host is allowed but not this port; to allow " + where + ", add " +
-                   domain_rule_for(dest) + " to egress_policies.<policy>.allowed_domains.";
+            return "The host is allowed but not this port; to allow " + where + ", add " + domain_rule_for(dest) +
+                   " to egress_policies.<policy>.allowed_domains.";
         case DenyReason::http_not_allowed:
             return "Plain http to " + where +
                    " is refused; use https, or set egress_policies.<policy>.allow_http to true.";
         case DenyReason::https_not_allowed:
-            return "CONNECT tunnels to " + where +
-                   " are refused; set egress_policies.<policy>.allow_https to true.";
+            return "CONNECT tunnels to " + where + " are refused; set egress_policies.<policy>.allow_https to true.";
         case DenyReason::ip_literal_not_allowed:
             return "IP address destinations such as " + where + " are refused; connect by name, or add " +
                    cidr_for(dest) + " to " + cidrs + ".";
@@ -186,8 +204,7 @@ std::string deny_reason_advice(DenyReason r, const Authority& dest) {
             return where + " resolves to a private, link-local or unspecified address, refused unless " +
                    "the range is listed in " + cidrs + ".";
         case DenyReason::metadata_address:
-            return where + " resolves to a cloud metadata address, refused unless it is listed in " +
-                   cidrs + ".";
+            return where + " resolves to a cloud metadata address, refused unless it is listed in " + cidrs + ".";
         case DenyReason::loopback_address:
             return where + " resolves to a loopback address, refused unless it is listed in " + cidrs + ".";
         case DenyReason::reserved_address:
@@ -197,8 +214,7 @@ std::string deny_reason_advice(DenyReason r, const Authority& dest) {
             return where + " is one of vaultgate's own listeners (listen.proxy, listen.transparent, " +
                    "listen.admin), which are never reachable through the proxy.";
         case DenyReason::resolve_failed:
-            return where + " could not be resolved; check the name, or pin an address for it in " +
-                   "upstream.resolve.";
+            return where + " could not be resolved; check the name, or pin an address for it in " + "upstream.resolve.";
         case DenyReason::session_required:
             return "A session is required: send Proxy-Authorization: Basic session_id:token, or "
                    "configure sessions.default.";
@@ -207,8 +223,9 @@ std::string deny_reason_advice(DenyReason r, const Authority& dest) {
                    " does not resolve to the address the connection was sent to; the two must agree in "
                    "transparent mode.";
         case DenyReason::no_server_name:
-            return std::string("Transparent mode needs a TLS ClientHello with a server name (SNI) that is a host "
-                               "name; connections without one are refused.");
+            return std::string(
+                "Transparent mode needs a TLS ClientHello with a server name (SNI) that is a host "
+                "name; connections without one are refused.");
         case DenyReason::path_not_covered:
             return "The request path to " + where +
                    " has a ';' parameter, a backslash, a dot segment, or an escape of '.', '/', '\\', ';' or "
@@ -233,9 +250,12 @@ DenyReason check_destination(const EgressPolicy& policy, const Authority& dest, 
         if (bundle != RuleMatch::none) match = bundle;
     }
     switch (match) {
-        case RuleMatch::full: return DenyReason::none;
-        case RuleMatch::host_only: return DenyReason::port_not_allowed;
-        case RuleMatch::none: break;
+        case RuleMatch::full:
+            return DenyReason::none;
+        case RuleMatch::host_only:
+            return DenyReason::port_not_allowed;
+        case RuleMatch::none:
+            break;
     }
     return DenyReason::domain_not_allowed;
 }
@@ -243,11 +263,14 @@ DenyReason check_destination(const EgressPolicy& policy, const Authority& dest, 
 DenyReason check_tunnel_sni(const EgressPolicy& policy, const Authority& dest, const HelloResult& hello) {
     switch (hello.status) {
         case HelloStatus::not_tls:
-        case HelloStatus::no_sni: return DenyReason::none;
+        case HelloStatus::no_sni:
+            return DenyReason::none;
         // What vaultgate cannot read (a hello split over records, say) an origin may still take.
         case HelloStatus::incomplete:
-        case HelloStatus::malformed: return DenyReason::sni_mismatch;
-        case HelloStatus::ok: break;
+        case HelloStatus::malformed:
+            return DenyReason::sni_mismatch;
+        case HelloStatus::ok:
+            break;
     }
     const HostResult name = normalize_host(hello.server_name);
     if (!name) return DenyReason::sni_mismatch;

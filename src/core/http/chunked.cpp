@@ -72,90 +72,88 @@ ChunkedDecoder::Step ChunkedDecoder::feed(std::string_view in, std::string& out)
     std::size_t pos = 0;
     while (pos < in.size()) {
         switch (state_) {
-        case State::size:
-        case State::trailer: {
-            const bool is_size = state_ == State::size;
-            const std::string_view rest = in.substr(pos);
-            const std::size_t end = syntax::find_cr_or_lf(rest);
-            const std::size_t take = end == syntax::npos ? rest.size() : end;
-            // Room left for this line; the invariants keep both subtractions >= 0.
-            const std::size_t room = is_size ? size_line_cap(limits_) - line_.size()
-                                             : limits_.max_trailer_bytes - trailer_bytes_ - line_.size();
-            if (take > room) {
-                if (!is_size) return fail("trailer section too large", pos + room + 1);
-                // Keep one byte past the cap so the line parser names the problem.
-                line_.append(rest.data(), room + 1);
-                std::uint64_t ignored = 0;
-                const char* reason = parse_size_line(line_, limits_, ignored);
-                return fail(reason != nullptr ? reason : "chunk-size line too long", pos + room + 1);
+            case State::size:
+            case State::trailer: {
+                const bool is_size = state_ == State::size;
+                const std::string_view rest = in.substr(pos);
+                const std::size_t end = syntax::find_cr_or_lf(rest);
+                const std::size_t take = end == syntax::npos ? rest.size() : end;
+                // Room left for this line; the invariants keep both subtractions >= 0.
+                const std::size_t room = is_size ? size_line_cap(limits_) - line_.size()
+                                                 : limits_.max_trailer_bytes - trailer_bytes_ - line_.size();
+                if (take > room) {
+                    if (!is_size) return fail("trailer section too large", pos + room + 1);
+                    // Keep one byte past the cap so the line parser names the problem.
+                    line_.append(rest.data(), room + 1);
+                    std::uint64_t ignored = 0;
+                    const char* reason = parse_size_line(line_, limits_, ignored);
+                    return fail(reason != nullptr ? reason : "chunk-size line too long", pos + room + 1);
+                }
+                line_.append(rest.data(), take);
+                pos += take;
+                if (end == syntax::npos) break;
+                if (rest[end] == '\n') return fail(is_size ? "bare LF in chunk-size line" : "bare LF in trailer", pos);
+                ++pos;  // the CR
+                state_ = is_size ? State::size_lf : State::trailer_lf;
+                break;
             }
-            line_.append(rest.data(), take);
-            pos += take;
-            if (end == syntax::npos) break;
-            if (rest[end] == '\n')
-                return fail(is_size ? "bare LF in chunk-size line" : "bare LF in trailer", pos);
-            ++pos;  // the CR
-            state_ = is_size ? State::size_lf : State::trailer_lf;
-            break;
-        }
-        case State::size_lf: {
-            if (in[pos] != '\n') return fail("CR without LF in chunk-size line", pos);
-            ++pos;
-            std::uint64_t size = 0;
-            if (const char* reason = parse_size_line(line_, limits_, size)) return fail(reason, pos);
-            line_.clear();
-            if (size == 0) {
+            case State::size_lf: {
+                if (in[pos] != '\n') return fail("CR without LF in chunk-size line", pos);
+                ++pos;
+                std::uint64_t size = 0;
+                if (const char* reason = parse_size_line(line_, limits_, size)) return fail(reason, pos);
+                line_.clear();
+                if (size == 0) {
+                    state_ = State::trailer;
+                } else {
+                    remaining_ = size;
+                    state_ = State::data;
+                }
+                break;
+            }
+            case State::data: {
+                const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(remaining_, in.size() - pos));
+                out.append(in.data() + pos, n);
+                pos += n;
+                remaining_ -= n;
+                if (remaining_ == 0) state_ = State::data_cr;
+                break;
+            }
+            case State::data_cr:
+                // A size that disagrees with the data is the heart of chunk smuggling.
+                if (in[pos] != '\r') return fail("chunk data not followed by CRLF", pos);
+                ++pos;
+                state_ = State::data_lf;
+                break;
+            case State::data_lf:
+                if (in[pos] != '\n') return fail("chunk data not followed by CRLF", pos);
+                ++pos;
+                state_ = State::size;
+                break;
+            case State::trailer_lf: {
+                if (in[pos] != '\n') return fail("CR without LF in trailer", pos);
+                ++pos;
+                if (line_.empty()) {
+                    state_ = State::done;
+                    return {Status::done, pos};
+                }
+                trailer_bytes_ += line_.size() + 2;
+                if (trailer_bytes_ > limits_.max_trailer_bytes) return fail("trailer section too large", pos);
+                if (++trailer_count_ > limits_.max_trailer_count) return fail("too many trailer fields", pos);
+                syntax::FieldLine field;
+                if (const char* reason = syntax::parse_field_line(line_, field))
+                    return fail(std::string("invalid trailer: ") + reason, pos);
+                if (forbidden_trailer(field.name)) return fail("framing or hop-by-hop field in trailer", pos);
+                // Other trailers are dropped: the re-framed body ends with an empty trailer.
+                line_.clear();
                 state_ = State::trailer;
-            } else {
-                remaining_ = size;
-                state_ = State::data;
+                break;
             }
-            break;
-        }
-        case State::data: {
-            const std::size_t n =
-                static_cast<std::size_t>(std::min<std::uint64_t>(remaining_, in.size() - pos));
-            out.append(in.data() + pos, n);
-            pos += n;
-            remaining_ -= n;
-            if (remaining_ == 0) state_ = State::data_cr;
-            break;
-        }
-        case State::data_cr:
-            // A size that disagrees with the data is the heart of chunk smuggling.
-            if (in[pos] != '\r') return fail("chunk data not followed by CRLF", pos);
-            ++pos;
-            state_ = State::data_lf;
-            break;
-        case State::data_lf:
-            if (in[pos] != '\n') return fail("chunk data not followed by CRLF", pos);
-            ++pos;
-            state_ = State::size;
-            break;
-        case State::trailer_lf: {
-            if (in[pos] != '\n') return fail("CR without LF in trailer", pos);
-            ++pos;
-            if (line_.empty()) {
-                state_ = State::done;
-                return {Status::done, pos};
-            }
-            trailer_bytes_ += line_.size() + 2;
-            if (trailer_bytes_ > limits_.max_trailer_bytes) return fail("trailer section too large", pos);
-            if (++trailer_count_ > limits_.max_trailer_count) return fail("too many trailer fields", pos);
-            syntax::FieldLine field;
-            if (const char* reason = syntax::parse_field_line(line_, field))
-                return fail(std::string("invalid trailer: ") + reason, pos);
-            if (forbidden_trailer(field.name)) return fail("framing or hop-by-hop field in trailer", pos);
-            // Other trailers are dropped: the re-framed body ends with an empty trailer.
-            line_.clear();
-            state_ = State::trailer;
-            break;
-        }
-        case State::done:
-        case State::failed:
-            // Unreachable (both return as they are entered); returning keeps a
-            // future slip from spinning here without consuming anything.
-            return {state_ == State::done ? Status::done : Status::error, pos};
+            case State::done:
+            case State::failed:
+                // Unreachable (both return as they are entered); returning keeps a
+                // future slip from spinning here without consuming anything.
+                return {state_ == State::done ? Status::done : Status::error, pos};
         }
     }
     return {Status::need_more, pos};

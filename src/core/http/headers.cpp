@@ -26,8 +26,8 @@ std::optional<std::string_view> first_value(const std::vector<Header>& headers, 
 }
 
 std::size_t count_of(const std::vector<Header>& headers, std::string_view name) {
-    return static_cast<std::size_t>(std::count_if(headers.begin(), headers.end(),
-                                                  [&](const Header& h) { return iequals(h.name, name); }));
+    return static_cast<std::size_t>(
+        std::count_if(headers.begin(), headers.end(), [&](const Header& h) { return iequals(h.name, name); }));
 }
 
 void remove_all(std::vector<Header>& headers, std::string_view name) {

@@ -97,11 +97,11 @@ std::optional<Failure> parse_status_line(std::string_view line, StatusLine& out)
 }
 
 struct HeadShape {
-    std::size_t end = npos;        // length through the blank line, or npos
-    std::size_t lines = 0;         // complete lines before the blank line
-    std::size_t first_line = 0;    // length of the start line without CRLF
-    std::size_t tail = 0;          // offset of the incomplete last line
-    const char* error = nullptr;   // bare CR or LF found on the way
+    std::size_t end = npos;       // length through the blank line, or npos
+    std::size_t lines = 0;        // complete lines before the blank line
+    std::size_t first_line = 0;   // length of the start line without CRLF
+    std::size_t tail = 0;         // offset of the incomplete last line
+    const char* error = nullptr;  // bare CR or LF found on the way
 };
 
 // Finds where the head ends, and refuses bare CR and LF as soon as their line
@@ -350,8 +350,7 @@ FramingResult response_framing(const ResponseHead& head, std::string_view reques
         // Only plain "chunked": the decoded payload is forwarded without the
         // Transfer-Encoding header, so any other coding (gzip, ...) would reach
         // the client unlabelled and slip past response redaction.
-        if (te_count > 1 || !iequals(te->value, "chunked"))
-            return framing_error("unsupported transfer-encoding");
+        if (te_count > 1 || !iequals(te->value, "chunked")) return framing_error("unsupported transfer-encoding");
         return framing_of(BodyKind::chunked);
     }
 
@@ -379,8 +378,8 @@ FramingResult response_framing(const ResponseHead& head, std::string_view reques
 
 bool is_hop_by_hop(std::string_view name) {
     static constexpr std::array<std::string_view, 9> fields = {
-        "connection", "keep-alive", "proxy-connection", "proxy-authenticate", "proxy-authorization",
-        "te",         "trailer",    "transfer-encoding", "upgrade",
+        "connection", "keep-alive",        "proxy-connection", "proxy-authenticate", "proxy-authorization", "te",
+        "trailer",    "transfer-encoding", "upgrade",
     };
     return std::any_of(fields.begin(), fields.end(), [&](std::string_view f) { return iequals(f, name); });
 }

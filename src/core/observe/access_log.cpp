@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -62,8 +62,8 @@ double round_tenth(double ms) { return std::round(ms * 10.0) / 10.0; }
 void AccessLogEntry::set_path(std::string_view target) {
     // Absolute-form ("http://user:pw@host/p"): drop scheme and authority, which
     // may carry userinfo.
-    if (auto scheme_end = target.find("://"); scheme_end != std::string_view::npos &&
-                                              target.find_first_of("/?#") > scheme_end) {
+    if (auto scheme_end = target.find("://");
+        scheme_end != std::string_view::npos && target.find_first_of("/?#") > scheme_end) {
         std::string_view rest = target.substr(scheme_end + 3);
         auto path_start = rest.find_first_of("/?#");
         target = path_start == std::string_view::npos ? std::string_view("/") : rest.substr(path_start);
@@ -113,8 +113,10 @@ void append_json_line(std::string& out, const AccessLogEntry& e) {
     auto [ms_end, ms_ec] =
         std::to_chars(ms, ms + sizeof ms, round_tenth(std::isfinite(e.ms) ? e.ms : 0.0), std::chars_format::fixed, 1);
     // Only an absurd value (over 60 digits) fails to fit; the line stays valid JSON.
-    if (ms_ec == std::errc()) out.append(ms, ms_end);
-    else out.append("0.0");
+    if (ms_ec == std::errc())
+        out.append(ms, ms_end);
+    else
+        out.append("0.0");
     if (!e.reason.empty()) text("reason", e.reason);
     if (!e.client.empty()) text("client", e.client);
     out.push_back('}');

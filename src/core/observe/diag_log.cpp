@@ -15,10 +15,14 @@ std::mutex write_mutex;
 
 const char* level_name(LogLevel l) {
     switch (l) {
-    case LogLevel::error: return "error";
-    case LogLevel::warn: return "warn";
-    case LogLevel::info: return "info";
-    case LogLevel::debug: return "debug";
+        case LogLevel::error:
+            return "error";
+        case LogLevel::warn:
+            return "warn";
+        case LogLevel::info:
+            return "info";
+        case LogLevel::debug:
+            return "debug";
     }
     return "info";
 }

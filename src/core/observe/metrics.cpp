@@ -145,8 +145,8 @@ std::string Metrics::render(const MetricsExtras& extras) const {
     for (std::size_t i = 0; i < latency_buckets_.size(); ++i) {
         cumulative += latency_buckets_[i].load(std::memory_order_relaxed);
         if (i < latency_bounds_.size())
-            std::snprintf(buf, sizeof buf, "vaultgate_upstream_latency_seconds_bucket{le=\"%g\"} %llu", latency_bounds_[i],
-                          static_cast<unsigned long long>(cumulative));
+            std::snprintf(buf, sizeof buf, "vaultgate_upstream_latency_seconds_bucket{le=\"%g\"} %llu",
+                          latency_bounds_[i], static_cast<unsigned long long>(cumulative));
         else
             std::snprintf(buf, sizeof buf, "vaultgate_upstream_latency_seconds_bucket{le=\"+Inf\"} %llu",
                           static_cast<unsigned long long>(cumulative));

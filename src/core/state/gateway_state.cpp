@@ -1,9 +1,9 @@
 // The snapshot the proxy decides with, and the reading of credential values
 // that turns a Config into one.
 #include "vaultgate/state/gateway_state.hpp"
-#include "vaultgate/util/secret_file.hpp"
 #include "vaultgate/credentials/bootstrap_env.hpp"  // placeholder_for
 #include "vaultgate/credentials/validation.hpp"
+#include "vaultgate/util/secret_file.hpp"
 
 #include <cstdlib>
 #include <limits>
@@ -92,7 +92,8 @@ std::shared_ptr<const RedactionPatterns> redaction_patterns(const AuthSpec& auth
 
 // The service of `previous` with the same id whose tables were built from the
 // same inputs (the credential's value, the auth type, user and key), if any.
-const ServiceBinding* same_redaction_inputs(const Vault& previous, const ServiceBinding& service, const Secret& secret) {
+const ServiceBinding* same_redaction_inputs(const Vault& previous, const ServiceBinding& service,
+                                            const Secret& secret) {
     for (const auto& before : previous.services) {
         if (before.id != service.id || !before.config.redact_response) continue;
         const AuthSpec& a = before.config.auth;
@@ -167,7 +168,8 @@ void prepare_redaction(Vault& vault, std::vector<std::string>* warnings, const V
         if (!service.config.redact_response) continue;
         const auto cred = vault.credentials.find(service.config.auth.key);
         if (cred == vault.credentials.end()) continue;
-        if (const ServiceBinding* before = previous ? same_redaction_inputs(*previous, service, cred->second) : nullptr) {
+        if (const ServiceBinding* before =
+                previous ? same_redaction_inputs(*previous, service, cred->second) : nullptr) {
             service.redaction = before->redaction;
             continue;
         }

@@ -51,9 +51,12 @@ Refusal check_target(const RequestHead& req, const Authority& dest, std::string&
         if (!authority || authority.authority->host != dest.host || authority.authority->port != dest.port)
             return refusal(421, "misdirected_request",
                            "the absolute-form target names another host than the CONNECT target");
-        if (slash == std::string_view::npos) origin_form = "/";
-        else if (rest[slash] == '/') origin_form = std::string(rest.substr(slash));
-        else origin_form = "/" + std::string(rest.substr(slash));
+        if (slash == std::string_view::npos)
+            origin_form = "/";
+        else if (rest[slash] == '/')
+            origin_form = std::string(rest.substr(slash));
+        else
+            origin_form = "/" + std::string(rest.substr(slash));
         return {};
     }
     return refusal(400, "bad_target", "the request target must be origin-form or https:// absolute-form");
@@ -154,7 +157,8 @@ Decision decide_bound_request(const GatewayState& state, std::string_view sessio
     // A spliced WebSocket cannot be scanned, so redacted services get no upgrade.
     plan.websocket = !plan.redact && is_websocket_upgrade(req, connection_tokens(req.headers));
     plan.client_close = wants_close(req.headers, req.version_minor);
-    if ((d.refusal = plan_outgoing(plan, std::move(req), std::move(origin_form), format_authority(dest, dest.port != 443)))) {
+    if ((d.refusal =
+             plan_outgoing(plan, std::move(req), std::move(origin_form), format_authority(dest, dest.port != 443)))) {
         // A refused Expect is the client's mistake, before any credential: the log names no binding.
         plan.binding.reset();
     }
@@ -215,8 +219,10 @@ OutgoingHead build_outgoing_head(RequestHead&& client_head, std::string origin_f
             iequals(h.name, "content-length") || iequals(h.name, "host"))
             continue;
         if (iequals(h.name, "expect")) {
-            if (iequals(h.value, "100-continue")) out.expect_continue = true;
-            else out.bad_expect = true;
+            if (iequals(h.value, "100-continue"))
+                out.expect_continue = true;
+            else
+                out.bad_expect = true;
             continue;
         }
         // Redaction needs an identity-encoded body to scan.

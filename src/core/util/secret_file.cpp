@@ -34,8 +34,11 @@ std::string read_to_end(int fd, const std::string& name, const SecretFileRules& 
 }  // namespace
 
 SecretFileError::SecretFileError(std::string path, Problem problem, int error_number, std::string reason)
-    : std::runtime_error(path + ": " + reason), path_(std::move(path)), problem_(problem),
-      error_number_(error_number), reason_(std::move(reason)) {}
+    : std::runtime_error(path + ": " + reason),
+      path_(std::move(path)),
+      problem_(problem),
+      error_number_(error_number),
+      reason_(std::move(reason)) {}
 
 std::string read_secret_file(const std::string& path, const SecretFileRules& rules) {
     // O_NONBLOCK so that opening a FIFO cannot hang; it is refused below.

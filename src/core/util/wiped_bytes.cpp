@@ -17,7 +17,8 @@ WipedBytes::WipedBytes(std::size_t n) {
 }
 
 WipedBytes::WipedBytes(WipedBytes&& other) noexcept
-    : data_(std::move(other.data_)), size_(std::exchange(other.size_, 0)),
+    : data_(std::move(other.data_)),
+      size_(std::exchange(other.size_, 0)),
       capacity_(std::exchange(other.capacity_, 0)) {}
 
 void WipedBytes::append(const void* p, std::size_t n) {

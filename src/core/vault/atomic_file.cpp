@@ -112,7 +112,8 @@ void replace_file(const std::string& path, const unsigned char* bytes, std::size
     // The rename is only durable once the directory entry is on disk.
     const auto dir = dir_of(path);
     Fd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (dfd.get() < 0 || ::fsync(dfd.get()) != 0) fail("saved, but cannot fsync directory " + dir + ": " + errno_text());
+    if (dfd.get() < 0 || ::fsync(dfd.get()) != 0)
+        fail("saved, but cannot fsync directory " + dir + ": " + errno_text());
 }
 
 }  // namespace vaultgate

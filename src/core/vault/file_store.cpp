@@ -101,7 +101,8 @@ private:
             EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_GCM_SET_IVLEN, static_cast<int>(nonce_size), nullptr) != 1 ||
             EVP_EncryptInit_ex(ctx.get(), nullptr, nullptr, key_.bytes.data(), header + nonce_offset) != 1 ||
             EVP_EncryptUpdate(ctx.get(), nullptr, &n, header, static_cast<int>(header_size)) != 1 ||
-            EVP_EncryptUpdate(ctx.get(), file.data() + header_size, &n, plain.data(), static_cast<int>(plain.size())) != 1 ||
+            EVP_EncryptUpdate(ctx.get(), file.data() + header_size, &n, plain.data(), static_cast<int>(plain.size())) !=
+                1 ||
             static_cast<std::size_t>(n) != plain.size() ||
             EVP_EncryptFinal_ex(ctx.get(), file.data() + header_size + n, &n) != 1 || n != 0 ||
             EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_GCM_GET_TAG, static_cast<int>(tag_size),

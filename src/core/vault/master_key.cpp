@@ -65,7 +65,8 @@ std::optional<Secret> read_key_file(const std::string& path, const std::string& 
 
 Secret load_master_key(const std::optional<std::string>& master_key_file) {
     if (master_key_file)
-        return *read_key_file(*master_key_file, "store.master_key_file", /*missing_ok=*/false, /*base64_allowed=*/false);
+        return *read_key_file(*master_key_file, "store.master_key_file", /*missing_ok=*/false,
+                              /*base64_allowed=*/false);
 
     if (const char* env = std::getenv("VAULTGATE_MASTER_KEY")) {
         std::string_view text = env;
@@ -77,8 +78,9 @@ Secret load_master_key(const std::optional<std::string>& master_key_file) {
         if (text.empty()) throw StoreError("VAULTGATE_MASTER_KEY is set but empty");
         auto raw = base64_decode(text);
         if (!raw)
-            throw StoreError("VAULTGATE_MASTER_KEY is not valid base64 (expected the base64 of 32 random bytes, "
-                             "as from `openssl rand -base64 32`)");
+            throw StoreError(
+                "VAULTGATE_MASTER_KEY is not valid base64 (expected the base64 of 32 random bytes, "
+                "as from `openssl rand -base64 32`)");
         const auto n = raw->size();
         if (n != master_key_size) {
             wipe_string(*raw);

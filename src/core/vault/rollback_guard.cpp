@@ -91,7 +91,8 @@ private:
     std::optional<std::uint64_t> unreadable_record(const std::string& what) const {
         // --allow-rollback replaces whatever is there with the store's generation.
         if (allow_rollback_) return std::nullopt;
-        throw StoreError(record_path_ + ": " + what + " (the store generation last seen; remove it or run serve "
+        throw StoreError(record_path_ + ": " + what +
+                         " (the store generation last seen; remove it or run serve "
                          "once with --allow-rollback)");
     }
 

@@ -80,7 +80,8 @@ awaitable<void> admin_accept_loop(Acceptor* acceptor, std::shared_ptr<const Admi
 }  // namespace
 
 std::shared_ptr<const AdminConnectionSettings> AdminListener::settings(std::optional<std::string> token) const {
-    return std::make_shared<const AdminConnectionSettings>(AdminConnectionSettings{handler_, std::move(token), limits_});
+    return std::make_shared<const AdminConnectionSettings>(
+        AdminConnectionSettings{handler_, std::move(token), limits_});
 }
 
 AdminListener::AdminListener(asio::io_context& ioc, ListenAddress address, Handler handler,

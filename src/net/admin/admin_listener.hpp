@@ -20,7 +20,7 @@ public:
                   AdminLimits limits);
     ~AdminListener();
 
-    void start();   // binds (throws std::runtime_error naming the address) and accepts
+    void start();  // binds (throws std::runtime_error naming the address) and accepts
     void close();
     std::optional<tcp::endpoint> tcp_endpoint() const;
 

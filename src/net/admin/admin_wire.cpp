@@ -2,8 +2,8 @@
 #include "net/admin/admin_wire.hpp"
 
 #include "vaultgate/admin/api_error.hpp"
-#include "vaultgate/http/message.hpp"
 #include "vaultgate/crypto/digest.hpp"  // constant_time_equal
+#include "vaultgate/http/message.hpp"
 
 #include <boost/url/parse.hpp>
 

@@ -65,8 +65,7 @@ awaitable<HelloPeek> peek_client_hello(tcp::socket& socket, std::string_view alr
         bytes.resize(needed);
         metrics.client_hello_peek();
         const ssize_t n = ::recv(socket.native_handle(), bytes.data() + prefix, needed - prefix, MSG_PEEK);
-        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
-            co_return unfinished(false);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) co_return unfinished(false);
         bytes.resize(prefix + static_cast<std::size_t>(std::max<ssize_t>(n, 0)));
         if (bytes.size() == needed) {
             woken = false;

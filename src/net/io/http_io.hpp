@@ -2,10 +2,10 @@
 // Reading message heads and moving bodies between streams, with the limits and
 // timeouts of one connection. Templates over the stream type: plain TCP for
 // absolute-form HTTP, TLS for the MITM path and upstreams.
-#include "vaultgate/mem/read_buffer.hpp"
 #include "net/io/types.hpp"
 #include "net/io/watchdog.hpp"
 #include "vaultgate/http/message.hpp"
+#include "vaultgate/mem/read_buffer.hpp"
 
 #include <concepts>
 #include <cstring>
@@ -20,12 +20,12 @@ enum class HeadOutcome {
     closed_early,  // peer closed in the middle of a head
     timed_out,
     io_error,
-    invalid,       // see ParseResult for status and reason
+    invalid,  // see ParseResult for status and reason
 };
 
 struct HeadTimeouts {
-    clock::duration first_byte;   // idle wait before a head starts
-    clock::duration complete;     // from the first byte to the end of the head
+    clock::duration first_byte;  // idle wait before a head starts
+    clock::duration complete;    // from the first byte to the end of the head
 };
 
 // Streams that can try a read or write without waiting (TlsSocket) do, and
@@ -60,9 +60,8 @@ awaitable<std::pair<error_code, std::size_t>> read_some(Stream& stream, char* sp
 // Reads until `parse` completes a head from `buf`. The head's bytes are consumed;
 // whatever follows stays in buf.
 template <class Stream, class Head, class ParseFn>
-awaitable<HeadOutcome> read_head(Stream& stream, ReadBuffer& buf, Head& head, ParseFn parse,
-                                 const HeadLimits& limits, Watchdog& watchdog, HeadTimeouts timeouts,
-                                 ParseResult& result) {
+awaitable<HeadOutcome> read_head(Stream& stream, ReadBuffer& buf, Head& head, ParseFn parse, const HeadLimits& limits,
+                                 Watchdog& watchdog, HeadTimeouts timeouts, ParseResult& result) {
     bool started = !buf.empty();
     bool parse_now = started;
     watchdog.arm(started ? timeouts.complete : timeouts.first_byte);
@@ -99,8 +98,7 @@ awaitable<HeadOutcome> read_head(Stream& stream, ReadBuffer& buf, Head& head, Pa
 }
 
 template <class Stream>
-awaitable<error_code> write_all(Stream& stream, std::string_view data, Watchdog& watchdog,
-                                clock::duration timeout) {
+awaitable<error_code> write_all(Stream& stream, std::string_view data, Watchdog& watchdog, clock::duration timeout) {
     if constexpr (TriesFirst<Stream>) {
         while (!data.empty()) {
             error_code ec;
@@ -125,16 +123,16 @@ awaitable<error_code> write_all(Stream& stream, std::string_view data, Watchdog&
 
 enum class BodyOutcome {
     ok,
-    source_closed,   // the sender closed before the body ended
+    source_closed,  // the sender closed before the body ended
     source_error,
     sink_error,
     timed_out,
-    invalid,         // chunked framing error (reason in error)
+    invalid,  // chunked framing error (reason in error)
 };
 
 struct BodyResult {
     BodyOutcome outcome = BodyOutcome::ok;
-    std::uint64_t bytes = 0;     // payload bytes moved
+    std::uint64_t bytes = 0;  // payload bytes moved
     std::string error;
 };
 
@@ -183,8 +181,8 @@ awaitable<BodyResult> read_fixed_body(Stream& stream, ReadBuffer& buf, std::uint
 // Decodes a chunked body; `sink` gets decoded payload pieces. Stops at the end
 // of the last chunk and its trailers, leaving any following bytes in buf.
 template <class Stream, class Sink>
-awaitable<BodyResult> read_chunked_body(Stream& stream, ReadBuffer& buf, const ChunkLimits& limits,
-                                        Watchdog& watchdog, clock::duration idle, Sink sink) {
+awaitable<BodyResult> read_chunked_body(Stream& stream, ReadBuffer& buf, const ChunkLimits& limits, Watchdog& watchdog,
+                                        clock::duration idle, Sink sink) {
     BodyResult r;
     ChunkedDecoder decoder(limits);
     std::string decoded;

@@ -40,8 +40,8 @@ inline void abort_reading(tcp::socket& s) {
 inline void abort_reading(tls_stream& s) { abort_reading(s.next_layer()); }
 
 template <class From, class To>
-awaitable<void> pump(From& from, To& to, std::uint64_t& counter, Watchdog& watchdog,
-                     clock::duration idle, std::size_t buffer_size) {
+awaitable<void> pump(From& from, To& to, std::uint64_t& counter, Watchdog& watchdog, clock::duration idle,
+                     std::size_t buffer_size) {
     std::unique_ptr<char[]> buf(new char[buffer_size]);
     for (;;) {
         watchdog.arm(idle);
@@ -55,8 +55,10 @@ awaitable<void> pump(From& from, To& to, std::uint64_t& counter, Watchdog& watch
             }
         }
         if (rec) {
-            if (rec == asio::error::eof) finish_sending(to);
-            else abort_reading(to);
+            if (rec == asio::error::eof)
+                finish_sending(to);
+            else
+                abort_reading(to);
             co_return;
         }
     }

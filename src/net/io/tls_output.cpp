@@ -38,24 +38,26 @@ int queue_write(BIO* bio, const char* data, std::size_t len, std::size_t* writte
 
 long queue_ctrl(BIO* bio, int cmd, long, void*) {
     switch (cmd) {
-    case BIO_CTRL_FLUSH: {
-        BIO_clear_retry_flags(bio);
-        error_code ec;
-        if (output_of(bio)->flush(ec)) return 1;
-        if (ec == asio::error::would_block) {
-            BIO_set_retry_write(bio);
-        } else {
-            // OpenSSL reports a failed flush as a system error; errno says which.
-            errno = ec.value();
+        case BIO_CTRL_FLUSH: {
+            BIO_clear_retry_flags(bio);
+            error_code ec;
+            if (output_of(bio)->flush(ec)) return 1;
+            if (ec == asio::error::would_block) {
+                BIO_set_retry_write(bio);
+            } else {
+                // OpenSSL reports a failed flush as a system error; errno says which.
+                errno = ec.value();
+            }
+            return 0;
         }
-        return 0;
-    }
-    case BIO_CTRL_WPENDING: {
-        auto* out = output_of(bio);
-        return static_cast<long>(out->bytes.size() - out->sent);
-    }
-    case BIO_CTRL_PENDING: return 0;
-    default: return 0;  // no ktls, no push/pop, nothing else
+        case BIO_CTRL_WPENDING: {
+            auto* out = output_of(bio);
+            return static_cast<long>(out->bytes.size() - out->sent);
+        }
+        case BIO_CTRL_PENDING:
+            return 0;
+        default:
+            return 0;  // no ktls, no push/pop, nothing else
     }
 }
 

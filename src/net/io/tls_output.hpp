@@ -15,8 +15,8 @@ namespace vaultgate::net {
 
 struct PendingOutput {
     int fd = -1;
-    std::string bytes;      // ciphertext not yet on the socket
-    std::size_t sent = 0;   // how much of `bytes` went out already
+    std::string bytes;     // ciphertext not yet on the socket
+    std::size_t sent = 0;  // how much of `bytes` went out already
 
     bool empty() const { return sent == bytes.size(); }
     std::size_t queued() const { return bytes.size() - sent; }

@@ -63,12 +63,13 @@ std::size_t TlsSocket::try_io(bool reading, void* data, std::size_t size, error_
         return total;
     }
     switch (Next next = classify(rc, ec)) {
-    case Next::wait_read:
-    case Next::wait_write:
-        last_want_ = next;
-        ec = asio::error::would_block;
-        break;
-    default: break;
+        case Next::wait_read:
+        case Next::wait_write:
+            last_want_ = next;
+            ec = asio::error::would_block;
+            break;
+        default:
+            break;
     }
     return 0;
 }
@@ -76,29 +77,35 @@ std::size_t TlsSocket::try_io(bool reading, void* data, std::size_t size, error_
 TlsSocket::Next TlsSocket::classify(int rc, error_code& ec) {
     int err = SSL_get_error(ssl_.get(), rc);
     switch (err) {
-    case SSL_ERROR_NONE: return Next::done;
-    case SSL_ERROR_WANT_READ: return Next::wait_read;
-    case SSL_ERROR_WANT_WRITE: return Next::wait_write;
-    case SSL_ERROR_ZERO_RETURN:
-        ec = asio::error::eof;
-        return Next::failed;
-    case SSL_ERROR_SYSCALL:
-        // No TLS error queued: a socket error. A reset stays a reset: only a
-        // clean close without close_notify (below) may end a body that is
-        // delimited by the close.
-        if (ERR_peek_error() == 0) {
-            ec = errno != 0 ? error_code(errno, asio::error::get_system_category()) : error_code(ssl::error::stream_truncated);
+        case SSL_ERROR_NONE:
+            return Next::done;
+        case SSL_ERROR_WANT_READ:
+            return Next::wait_read;
+        case SSL_ERROR_WANT_WRITE:
+            return Next::wait_write;
+        case SSL_ERROR_ZERO_RETURN:
+            ec = asio::error::eof;
+            return Next::failed;
+        case SSL_ERROR_SYSCALL:
+            // No TLS error queued: a socket error. A reset stays a reset: only a
+            // clean close without close_notify (below) may end a body that is
+            // delimited by the close.
+            if (ERR_peek_error() == 0) {
+                ec = errno != 0 ? error_code(errno, asio::error::get_system_category())
+                                : error_code(ssl::error::stream_truncated);
+                return Next::failed;
+            }
+            [[fallthrough]];
+        default: {
+            unsigned long code = ERR_get_error();
+            if (ERR_GET_REASON(code) == SSL_R_UNEXPECTED_EOF_WHILE_READING)
+                ec = ssl::error::stream_truncated;
+            else
+                ec = error_code(static_cast<int>(code), asio::error::get_ssl_category());
+            if (!ec) ec = ssl::error::stream_truncated;
+            ERR_clear_error();
             return Next::failed;
         }
-        [[fallthrough]];
-    default: {
-        unsigned long code = ERR_get_error();
-        if (ERR_GET_REASON(code) == SSL_R_UNEXPECTED_EOF_WHILE_READING) ec = ssl::error::stream_truncated;
-        else ec = error_code(static_cast<int>(code), asio::error::get_ssl_category());
-        if (!ec) ec = ssl::error::stream_truncated;
-        ERR_clear_error();
-        return Next::failed;
-    }
     }
 }
 

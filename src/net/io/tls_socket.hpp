@@ -82,15 +82,15 @@ public:
 
     template <class Token>
     auto async_handshake(ssl::stream_base::handshake_type type, Token&& token) {
-        return asio::async_compose<Token, void(error_code)>(
-            HandshakeOp{this, type == ssl::stream_base::server}, token, socket_);
+        return asio::async_compose<Token, void(error_code)>(HandshakeOp{this, type == ssl::stream_base::server}, token,
+                                                            socket_);
     }
 
     template <class MutableBuffers, class Token>
     auto async_read_some(const MutableBuffers& buffers, Token&& token) {
         asio::mutable_buffer first = *asio::buffer_sequence_begin(buffers);
         return asio::async_compose<Token, void(error_code, std::size_t)>(IoOp<true>{this, first.data(), first.size()},
-                                                                          token, socket_);
+                                                                         token, socket_);
     }
 
     // As async_read_some, for just after try_read_some said would_block: waits

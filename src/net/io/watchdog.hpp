@@ -16,10 +16,10 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
 public:
     explicit Watchdog(asio::any_io_executor ex) : timer_(ex) {}
 
-    void start();                               // starts waiting for the deadline
-    void arm(clock::duration timeout);          // deadline = now + timeout; clears expired()
+    void start();                       // starts waiting for the deadline
+    void arm(clock::duration timeout);  // deadline = now + timeout; clears expired()
     void disarm();
-    void stop();                                // connection finished: stop waiting
+    void stop();  // connection finished: stop waiting
     // Ends the connection from outside (session deleted or expired, drain):
     // cancels now and keeps every later deadline at "now". Call on its executor.
     void kill();

@@ -1,7 +1,7 @@
 #pragma once
 // Entry points of one accepted client connection.
-#include "net/upstream/runtime.hpp"
 #include "net/io/watchdog.hpp"
+#include "net/upstream/runtime.hpp"
 #include "vaultgate/egress/host.hpp"
 #include "vaultgate/http/message.hpp"
 #include "vaultgate/state/gateway_state.hpp"
@@ -39,8 +39,8 @@ struct RequestLine {
 };
 
 // Records the line of a request to `dest` received at `start`.
-void record_request(const ClientContext& ctx, std::string_view ingress, const Authority& dest,
-                    clock::time_point start, const RequestLine& line);
+void record_request(const ClientContext& ctx, std::string_view ingress, const Authority& dest, clock::time_point start,
+                    const RequestLine& line);
 
 // A fresh context for an accepted socket: its watchdog started and watching it,
 // the client's address (as the accept loop read it), Nagle off, non-blocking.
@@ -53,10 +53,10 @@ ClientContext make_client_context(std::shared_ptr<Runtime> rt, tcp::socket& clie
 struct ConnectionPhase {
     enum class Kind { done, mitm, tunnel } kind = Kind::done;
     Authority dest;
-    std::optional<tcp::socket> upstream;  // tunnel: dialled and checked
-    std::string leftover;                 // tunnel: bytes the client sent after the CONNECT head
+    std::optional<tcp::socket> upstream;     // tunnel: dialled and checked
+    std::string leftover;                    // tunnel: bytes the client sent after the CONNECT head
     std::optional<EgressPolicy> sni_policy;  // tunnel: judges the client's ClientHello (tunnel_sni_check)
-    bool session_registered = false;      // in rt->connections, to be removed at the end
+    bool session_registered = false;         // in rt->connections, to be removed at the end
 };
 
 // Runs the phase, then ends the connection: out of rt->connections, client

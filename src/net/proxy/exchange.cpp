@@ -21,8 +21,10 @@ void redact_head(ResponseHead& head, const Redactor& redactor) {
     for (Header& h : head.headers) {
         redact_in_place(h.name, redactor);
         redact_in_place(h.value, redactor);
-        if (validation::is_http_token(h.name)) kept.push_back(std::move(h));
-        else wipe_string(h.value);
+        if (validation::is_http_token(h.name))
+            kept.push_back(std::move(h));
+        else
+            wipe_string(h.value);
     }
     head.headers = std::move(kept);
 }

@@ -8,9 +8,9 @@
 #include "net/io/http_io.hpp"
 #include "net/io/splice.hpp"
 #include "vaultgate/config/config.hpp"
-#include "vaultgate/state/request_plan.hpp"
-#include "vaultgate/http/message.hpp"
 #include "vaultgate/credentials/redact.hpp"
+#include "vaultgate/http/message.hpp"
+#include "vaultgate/state/request_plan.hpp"
 #include "vaultgate/util/secret.hpp"
 
 #include <functional>
@@ -37,8 +37,10 @@ struct BodyWriter {
         if (payload.empty()) co_return error_code{};
         if (!chunked && head.empty()) co_return co_await write_all(*stream, payload, *watchdog, timeout);
         take_head();
-        if (chunked) append_chunk(*frame, payload);
-        else frame->append(payload);
+        if (chunked)
+            append_chunk(*frame, payload);
+        else
+            frame->append(payload);
         co_return co_await write_all(*stream, *frame, *watchdog, timeout);
     }
 
@@ -110,14 +112,14 @@ struct RedactingWriter {
 };
 
 struct ExchangeResult {
-    int status = 0;                  // what the client got from the origin; 0 = nothing
-    std::string_view reason;         // log reason when the exchange broke off, empty on success
-    Refusal refusal;                 // set: the exchange failed and the client is still owed this reply
+    int status = 0;           // what the client got from the origin; 0 = nothing
+    std::string_view reason;  // log reason when the exchange broke off, empty on success
+    Refusal refusal;          // set: the exchange failed and the client is still owed this reply
     std::uint64_t bytes_up = 0;
     std::uint64_t bytes_down = 0;
-    bool keep_client = false;        // the client connection can take another request
-    bool keep_upstream = false;      // the upstream connection can be reused
-    double upstream_seconds = 0;     // request sent -> response head received
+    bool keep_client = false;     // the client connection can take another request
+    bool keep_upstream = false;   // the upstream connection can be reused
+    double upstream_seconds = 0;  // request sent -> response head received
 };
 
 // The two streams and their buffers, plus how to (re)connect the upstream.
@@ -133,7 +135,7 @@ struct ExchangeIo {
     const Limits& limits;
     std::function<awaitable<bool>(bool& reused, ExchangeResult& result)> connect;
     std::function<void()> drop_upstream;
-    std::string& write_buffer;       // the client connection's, for BodyWriter
+    std::string& write_buffer;  // the client connection's, for BodyWriter
 };
 
 // The one ending of an exchange that fails with the upstream in an unknown
@@ -192,8 +194,8 @@ awaitable<bool> send_request(ExchangeIo<Client, Upstream>& io, std::string& wire
     // (An if, not a conditional expression: GCC 12 miscompiles co_await inside ?:.)
     BodyResult body;
     if (chunked)
-        body = co_await read_chunked_body(io.client, io.client_buf, ChunkLimits{}, io.watchdog,
-                                          io.limits.idle_timeout, std::ref(writer));
+        body = co_await read_chunked_body(io.client, io.client_buf, ChunkLimits{}, io.watchdog, io.limits.idle_timeout,
+                                          std::ref(writer));
     else
         body = co_await read_fixed_body(io.client, io.client_buf, req.framing.length, io.watchdog,
                                         io.limits.idle_timeout, std::ref(writer));
@@ -240,8 +242,9 @@ awaitable<void> relay_response(ExchangeIo<Client, Upstream>& io, const RequestPl
     int informational = 0;
     for (;;) {
         ParseResult parsed;
-        auto outcome = co_await read_head(*io.upstream, io.upstream_buf, resp, parse_response_head, HeadLimits{},
-                                          io.watchdog, {io.limits.response_timeout, io.limits.response_timeout}, parsed);
+        auto outcome =
+            co_await read_head(*io.upstream, io.upstream_buf, resp, parse_response_head, HeadLimits{}, io.watchdog,
+                               {io.limits.response_timeout, io.limits.response_timeout}, parsed);
         if (outcome != HeadOutcome::ok) {
             if (outcome == HeadOutcome::timed_out)
                 fail_exchange(io, result, refusal(504, "upstream_timeout", "the origin did not answer in time"));
@@ -252,10 +255,10 @@ awaitable<void> relay_response(ExchangeIo<Client, Upstream>& io, const RequestPl
         }
         if (resp.status >= 100 && resp.status < 200 && resp.status != 101) {
             if (++informational > max_informational_responses) {
-                fail_exchange(io, result,
-                              refusal(502, "bad_upstream_response",
-                                      "the origin sent too many informational (1xx) responses",
-                                      "too_many_informational_responses"));
+                fail_exchange(
+                    io, result,
+                    refusal(502, "bad_upstream_response", "the origin sent too many informational (1xx) responses",
+                            "too_many_informational_responses"));
                 co_return;
             }
             if (auto info = informational_for_client(resp, req.summary.version_minor, redactor))
@@ -270,11 +273,13 @@ awaitable<void> relay_response(ExchangeIo<Client, Upstream>& io, const RequestPl
 
     if (resp.status == 101) {
         if (!req.websocket) {
-            fail_exchange(io, result, refusal(502, "bad_upstream_response", "unexpected protocol switch", "unexpected_101"));
+            fail_exchange(io, result,
+                          refusal(502, "bad_upstream_response", "unexpected protocol switch", "unexpected_101"));
             co_return;
         }
         ResponseHead out = resp;
-        std::erase_if(out.headers, [&](const Header& h) { return is_hop_by_hop(h.name) || listed_in(resp_tokens, h.name); });
+        std::erase_if(out.headers,
+                      [&](const Header& h) { return is_hop_by_hop(h.name) || listed_in(resp_tokens, h.name); });
         out.headers.push_back({"Connection", "Upgrade"});
         if (auto u = resp.get("upgrade")) out.headers.push_back({"Upgrade", std::string(*u)});
         result.status = 101;
@@ -298,9 +303,9 @@ awaitable<void> relay_response(ExchangeIo<Client, Upstream>& io, const RequestPl
 
     auto rframing = response_framing(resp, req.summary.method);
     if (!rframing.framing) {
-        fail_exchange(io, result,
-                      refusal(502, "bad_upstream_response", "the origin's response framing is invalid",
-                              "bad_upstream_framing"));
+        fail_exchange(
+            io, result,
+            refusal(502, "bad_upstream_response", "the origin's response framing is invalid", "bad_upstream_framing"));
         co_return;
     }
     const auto& rf = *rframing.framing;
@@ -333,7 +338,8 @@ awaitable<void> relay_response(ExchangeIo<Client, Upstream>& io, const RequestPl
     }
     if (rf.kind == BodyKind::content_length && !length_changes)
         out.headers.push_back({"Content-Length", std::to_string(rf.length)});
-    else if (rechunk) out.headers.push_back({"Transfer-Encoding", "chunked"});
+    else if (rechunk)
+        out.headers.push_back({"Transfer-Encoding", "chunked"});
     if (close_after) out.headers.push_back({"Connection", "close"});
     auto head_text = serialize_for_client(out, redactor);
     if (!head_text) {
@@ -344,8 +350,8 @@ awaitable<void> relay_response(ExchangeIo<Client, Upstream>& io, const RequestPl
     }
     result.status = resp.status;
 
-    BodyWriter<Client> to_client{&io.client, &io.watchdog, io.limits.idle_timeout, rechunk, &io.write_buffer,
-                                 std::move(*head_text)};
+    BodyWriter<Client> to_client{&io.client, &io.watchdog,     io.limits.idle_timeout,
+                                 rechunk,    &io.write_buffer, std::move(*head_text)};
     // The head waits for the body only when body bytes are already here (or
     // there is no body): a stream (SSE) whose first event comes later must not
     // keep its head from the client meanwhile. Nor may redaction, which holds

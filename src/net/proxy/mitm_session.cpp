@@ -4,12 +4,12 @@
 // both bodies. Between requests the upstream connection goes back to the
 // thread's pool, keyed by session and origin, so it is never shared between
 // sessions.
-#include "net/proxy/connection.hpp"
-#include "net/io/tls_socket.hpp"
-#include "net/upstream/dialer.hpp"
 #include "net/io/http_io.hpp"
+#include "net/io/tls_socket.hpp"
+#include "net/proxy/connection.hpp"
 #include "net/proxy/pipeline.hpp"
 #include "net/proxy/proxy_responses.hpp"
+#include "net/upstream/dialer.hpp"
 #include "net/upstream/tls_contexts.hpp"
 #include "net/upstream/upstream_pool.hpp"
 #include "vaultgate/mem/block_cache.hpp"
@@ -36,9 +36,15 @@ public:
           client_(std::move(client), rt_.client_facing_tls),
           client_buf_(16384),
           upstream_buf_(upstream_read_size),
-          io_{client_, client_buf_, upstream_, upstream_buf_, *ctx_.watchdog, limits_,
+          io_{client_,
+              client_buf_,
+              upstream_,
+              upstream_buf_,
+              *ctx_.watchdog,
+              limits_,
               [this](bool& reused, ExchangeResult& r) { return ensure_upstream(reused, r); },
-              [this] { drop_upstream(); }, write_buffer_} {
+              [this] { drop_upstream(); },
+              write_buffer_} {
         head_limits_ = request_head_limits(limits_);
         pool_key_ = UpstreamPool::key(ctx_.session_id, dest_.host, dest_.port);
     }
@@ -85,8 +91,8 @@ private:
     Authority dest_;
     tls_stream client_;
     std::optional<tls_stream> upstream_;
-    bool upstream_reusable_ = false;   // the last exchange left it ready for another request
-    bool lending_ = false;             // counted as a lender by the thread's pool
+    bool upstream_reusable_ = false;  // the last exchange left it ready for another request
+    bool lending_ = false;            // counted as a lender by the thread's pool
     ReadBuffer client_buf_;
     ReadBuffer upstream_buf_;
     std::string write_buffer_;  // body pieces framed for the client or the origin (BodyWriter)

@@ -4,9 +4,9 @@
 // carries Connection: close, so a later request to another host starts fresh.
 #include "net/proxy/plain_http.hpp"
 
-#include "net/upstream/dialer.hpp"
-#include "net/proxy/pipeline.hpp"
 #include "net/io/http_io.hpp"
+#include "net/proxy/pipeline.hpp"
+#include "net/upstream/dialer.hpp"
 
 namespace vaultgate::net {
 
@@ -19,10 +19,14 @@ bool split_http_url(std::string_view target, std::string_view& authority, std::s
     auto rest = target.substr(scheme.size());
     auto end = rest.find_first_of("/?#");
     authority = rest.substr(0, end);
-    if (end == std::string_view::npos) origin_form = "/";
-    else if (rest[end] == '/') origin_form = std::string(rest.substr(end));
-    else if (rest[end] == '?') origin_form = "/" + std::string(rest.substr(end));
-    else origin_form = "/";  // a fragment is not sent
+    if (end == std::string_view::npos)
+        origin_form = "/";
+    else if (rest[end] == '/')
+        origin_form = std::string(rest.substr(end));
+    else if (rest[end] == '?')
+        origin_form = "/" + std::string(rest.substr(end));
+    else
+        origin_form = "/";  // a fragment is not sent
     if (auto hash = origin_form.find('#'); hash != std::string::npos) origin_form.resize(hash);
     // Userinfo ("http://allowed@evil/") is refused: it only ever confuses readers.
     return authority.find('@') == std::string_view::npos;
@@ -33,8 +37,7 @@ bool split_http_url(std::string_view target, std::string_view& authority, std::s
 class PlainFront {
 public:
     PlainFront(ClientContext& ctx, tcp::socket& client, ReadBuffer& buf, std::shared_ptr<const GatewayState> state,
-               Authority dest, std::string origin_form, clock::time_point start,
-               std::optional<tcp::endpoint> required)
+               Authority dest, std::string origin_form, clock::time_point start, std::optional<tcp::endpoint> required)
         : ctx_(ctx),
           client_(client),
           state_(std::move(state)),
@@ -43,8 +46,14 @@ public:
           start_(start),
           required_(required),
           upstream_buf_(16384),
-          io_{client, buf, upstream_, upstream_buf_, *ctx.watchdog, ctx.rt->config.limits,
-              [this](bool& reused, ExchangeResult& r) { return connect(reused, r); }, [this] { drop(); },
+          io_{client,
+              buf,
+              upstream_,
+              upstream_buf_,
+              *ctx.watchdog,
+              ctx.rt->config.limits,
+              [this](bool& reused, ExchangeResult& r) { return connect(reused, r); },
+              [this] { drop(); },
               write_buffer_} {}
     PlainFront(const PlainFront&) = delete;
     PlainFront& operator=(const PlainFront&) = delete;
@@ -54,9 +63,7 @@ public:
         return decide_plain_request(state, *state.find_session(ctx_.session_id), dest_, std::move(origin_form_),
                                     std::move(req));
     }
-    awaitable<void> send_refusal(const Refusal& refusal) {
-        co_await send_http_refusal(ctx_, client_, refusal, dest_);
-    }
+    awaitable<void> send_refusal(const Refusal& refusal) { co_await send_http_refusal(ctx_, client_, refusal, dest_); }
     awaitable<bool> send_request(const RequestPlan& plan, std::string& wire, ExchangeResult& result) {
         policy_ = &plan.session->policy;
         return net::send_request(io_, wire, plan, result);
@@ -122,23 +129,22 @@ awaitable<void> handle_plain_http(ClientContext& ctx, tcp::socket& client, ReadB
     std::string_view authority_text;
     std::string origin_form;
     if (!split_http_url(req.target, authority_text, origin_form)) {
-        co_await answer_refusal(ctx, malformed_site(start),
-                                refusal(400, "not_a_proxy_request",
-                                        "send CONNECT host:port, or an absolute-form http:// request",
-                                        "malformed_request"),
-                                HttpRefusalReply{ctx, client});
+        co_await answer_refusal(
+            ctx, malformed_site(start),
+            refusal(400, "not_a_proxy_request", "send CONNECT host:port, or an absolute-form http:// request",
+                    "malformed_request"),
+            HttpRefusalReply{ctx, client});
         co_return;
     }
     auto parsed = parse_authority(authority_text, 80);
     if (!parsed) {
-        co_await answer_refusal(ctx, malformed_site(start),
-                                refusal(400, "bad_authority", std::string(host_error_text(parsed.error)),
-                                        "malformed_request"),
-                                HttpRefusalReply{ctx, client});
+        co_await answer_refusal(
+            ctx, malformed_site(start),
+            refusal(400, "bad_authority", std::string(host_error_text(parsed.error)), "malformed_request"),
+            HttpRefusalReply{ctx, client});
         co_return;
     }
-    PlainFront front(ctx, client, buf, std::move(state), *parsed.authority, std::move(origin_form), start,
-                     required);
+    PlainFront front(ctx, client, buf, std::move(state), *parsed.authority, std::move(origin_form), start, required);
     co_await serve_request(front, *ctx.rt, std::move(req));
     error_code ignored;
     client.shutdown(tcp::socket::shutdown_send, ignored);

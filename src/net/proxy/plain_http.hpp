@@ -2,9 +2,9 @@
 // Absolute-form http:// requests on the proxy listener: allowed only when the
 // session's policy has allow_http for the host; never injected.
 #include "net/proxy/connection.hpp"
+#include "vaultgate/http/message.hpp"
 #include "vaultgate/mem/read_buffer.hpp"
 #include "vaultgate/state/gateway_state.hpp"
-#include "vaultgate/http/message.hpp"
 
 #include <optional>
 

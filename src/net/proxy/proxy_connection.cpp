@@ -2,14 +2,14 @@
 // (CONNECT or absolute-form), find the session, decide mitm / tunnel / denied,
 // and hand over. Nothing the client sends after a refused request is read, so
 // pipelined bytes never reach anyone.
-#include "net/proxy/connection.hpp"
-#include "net/upstream/dialer.hpp"
 #include "net/io/hello_peek.hpp"
 #include "net/io/http_io.hpp"
+#include "net/io/splice.hpp"
+#include "net/proxy/connection.hpp"
 #include "net/proxy/pipeline.hpp"
 #include "net/proxy/plain_http.hpp"
 #include "net/proxy/session_auth.hpp"
-#include "net/io/splice.hpp"
+#include "net/upstream/dialer.hpp"
 #include "vaultgate/observe/diag_log.hpp"
 
 #include <optional>
@@ -28,8 +28,8 @@ awaitable<void> refuse(ClientContext& ctx, tcp::socket& client, const RefusalSit
 // Handles a CONNECT up to the point where the connection becomes a tunnel or
 // a MITM'd connection; refusals and failures are answered here (done).
 awaitable<ConnectionPhase> handle_connect(ClientContext& ctx, tcp::socket& client, ReadBuffer& buf,
-                                       const RequestHead& req, const Session& session, const GatewayState& state,
-                                       clock::time_point start) {
+                                          const RequestHead& req, const Session& session, const GatewayState& state,
+                                          clock::time_point start) {
     ConnectionPhase next;
     auto parsed = parse_authority(req.target, 0);
     if (!parsed) {
@@ -123,8 +123,8 @@ awaitable<void> run_tunnel(ClientContext& ctx, tcp::socket& client, tcp::socket&
     bool refused = false;
     // The origin's bytes flow from the start; the client's only once judged.
     auto client_to_upstream = [&]() -> awaitable<void> {
-        const FirstBytes first = sni_policy ? co_await judge_first_bytes(ctx, client, dest, *sni_policy, leftover, start)
-                                            : FirstBytes::pass;
+        const FirstBytes first =
+            sni_policy ? co_await judge_first_bytes(ctx, client, dest, *sni_policy, leftover, start) : FirstBytes::pass;
         refused = first == FirstBytes::refused;
         bool ok = first == FirstBytes::pass;
         if (ok && !leftover.empty()) {
@@ -171,8 +171,8 @@ AccessLogEntry access_entry(const ClientContext& ctx, std::string_view ingress, 
     return e;
 }
 
-void record_request(const ClientContext& ctx, std::string_view ingress, const Authority& dest,
-                    clock::time_point start, const RequestLine& line) {
+void record_request(const ClientContext& ctx, std::string_view ingress, const Authority& dest, clock::time_point start,
+                    const RequestLine& line) {
     std::string_view method;
     std::string_view target;
     if (line.request) {
@@ -245,7 +245,8 @@ awaitable<ConnectionPhase> serve_first_request(ClientContext& ctx, tcp::socket& 
     std::shared_ptr<const GatewayState> state = rt->snapshot();
     auto auth = authenticate_session(*state, req, ctx.client_ip);
     if (!auth.session) {
-        co_await refuse(ctx, client, {"denied", req.method, no_destination(), start}, proxy_auth_refusal("session_required"));
+        co_await refuse(ctx, client, {"denied", req.method, no_destination(), start},
+                        proxy_auth_refusal("session_required"));
         co_return next;
     }
     ctx.session_id = auth.session->id;

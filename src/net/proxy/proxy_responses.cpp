@@ -6,25 +6,44 @@ namespace vaultgate::net {
 
 std::string_view status_text(int status) {
     switch (status) {
-    case 100: return "Continue";
-    case 200: return "OK";
-    case 400: return "Bad Request";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 407: return "Proxy Authentication Required";
-    case 408: return "Request Timeout";
-    case 413: return "Content Too Large";
-    case 414: return "URI Too Long";
-    case 417: return "Expectation Failed";
-    case 421: return "Misdirected Request";
-    case 431: return "Request Header Fields Too Large";
-    case 501: return "Not Implemented";
-    case 502: return "Bad Gateway";
-    case 503: return "Service Unavailable";
-    case 504: return "Gateway Timeout";
-    case 505: return "HTTP Version Not Supported";
-    default: return "Error";
+        case 100:
+            return "Continue";
+        case 200:
+            return "OK";
+        case 400:
+            return "Bad Request";
+        case 403:
+            return "Forbidden";
+        case 404:
+            return "Not Found";
+        case 405:
+            return "Method Not Allowed";
+        case 407:
+            return "Proxy Authentication Required";
+        case 408:
+            return "Request Timeout";
+        case 413:
+            return "Content Too Large";
+        case 414:
+            return "URI Too Long";
+        case 417:
+            return "Expectation Failed";
+        case 421:
+            return "Misdirected Request";
+        case 431:
+            return "Request Header Fields Too Large";
+        case 501:
+            return "Not Implemented";
+        case 502:
+            return "Bad Gateway";
+        case 503:
+            return "Service Unavailable";
+        case 504:
+            return "Gateway Timeout";
+        case 505:
+            return "HTTP Version Not Supported";
+        default:
+            return "Error";
     }
 }
 
@@ -60,17 +79,22 @@ std::string denied_response(DenyReason reason, const Authority& dest) {
 }
 
 std::string proxy_auth_required_response() {
-    nlohmann::json body = {{"error", {{"code", "proxy_auth_required"},
-                                      {"message", "this proxy needs Proxy-Authorization: Basic "
-                                                  "base64(session_id:token)"}}}};
+    nlohmann::json body = {{"error",
+                            {{"code", "proxy_auth_required"},
+                             {"message",
+                              "this proxy needs Proxy-Authorization: Basic "
+                              "base64(session_id:token)"}}}};
     return build(407, "Proxy-Authenticate: Basic realm=\"vaultgate\"\r\n", body.dump() + "\n", true);
 }
 
 std::string refusal_response(const Refusal& refusal, const Authority& dest) {
     switch (refusal.form) {
-    case Refusal::Form::denied: return denied_response(refusal.deny, dest);
-    case Refusal::Form::proxy_auth: return proxy_auth_required_response();
-    case Refusal::Form::error: break;
+        case Refusal::Form::denied:
+            return denied_response(refusal.deny, dest);
+        case Refusal::Form::proxy_auth:
+            return proxy_auth_required_response();
+        case Refusal::Form::error:
+            break;
     }
     return error_response(refusal.status, refusal.code, refusal.message, refusal.close);
 }

@@ -1,8 +1,8 @@
 #include "net/proxy/session_auth.hpp"
 
 #include "net/upstream/dialer.hpp"
-#include "vaultgate/util/encoding.hpp"
 #include "vaultgate/crypto/digest.hpp"
+#include "vaultgate/util/encoding.hpp"
 
 #include <optional>
 

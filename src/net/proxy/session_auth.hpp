@@ -1,8 +1,8 @@
 #pragma once
 // Which session a proxy request belongs to: Proxy-Authorization Basic
 // "session_id:token", or the listener's default session when none is sent.
-#include "vaultgate/state/gateway_state.hpp"
 #include "vaultgate/http/message.hpp"
+#include "vaultgate/state/gateway_state.hpp"
 
 #include <string_view>
 

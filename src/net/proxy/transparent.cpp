@@ -4,14 +4,14 @@
 // it), and the session from the client's source address. The decision is the
 // CONNECT one: bound -> MITM, allowed -> tunnel to the original destination
 // (only if the SNI name really resolves to it), otherwise a TLS alert.
-#include "net/proxy/connection.hpp"
-#include "net/upstream/dialer.hpp"
 #include "net/io/hello_peek.hpp"
 #include "net/io/http_io.hpp"
+#include "net/io/splice.hpp"
+#include "net/proxy/connection.hpp"
 #include "net/proxy/pipeline.hpp"
 #include "net/proxy/plain_http.hpp"
 #include "net/proxy/session_auth.hpp"
-#include "net/io/splice.hpp"
+#include "net/upstream/dialer.hpp"
 #include "vaultgate/egress/client_hello.hpp"
 #include "vaultgate/observe/diag_log.hpp"
 

@@ -28,7 +28,8 @@ ResolveResult blocking_lookup(const std::string& host, std::uint16_t port) {
     addrinfo* list = nullptr;
     int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &list);
     if (rc != 0) {
-        r.error = rc == EAI_NONAME || rc == EAI_NODATA ? asio::error::host_not_found : asio::error::host_not_found_try_again;
+        r.error =
+            rc == EAI_NONAME || rc == EAI_NODATA ? asio::error::host_not_found : asio::error::host_not_found_try_again;
         return r;
     }
     for (addrinfo* ai = list; ai; ai = ai->ai_next) {
@@ -75,7 +76,6 @@ awaitable<ResolveResult> ResolverPool::resolve(std::string host, std::uint16_t p
     }
     co_return std::move(pending->result);
 }
-
 
 IpAddress to_ip_address(const asio::ip::address& a) {
     IpAddress ip;

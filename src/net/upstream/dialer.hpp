@@ -1,8 +1,8 @@
 #pragma once
 // Resolve once, check every address, connect only to an address that was
 // checked. The one path by which vaultgate opens an outbound connection.
-#include "net/upstream/runtime.hpp"
 #include "net/io/watchdog.hpp"
+#include "net/upstream/runtime.hpp"
 #include "vaultgate/egress/host.hpp"
 #include "vaultgate/egress/policy.hpp"
 
@@ -39,8 +39,8 @@ private:
 };
 
 struct DialOutcome {
-    DenyReason denied = DenyReason::none;   // policy refusal (403)
-    error_code error;                       // resolve/connect failure (502/504)
+    DenyReason denied = DenyReason::none;  // policy refusal (403)
+    error_code error;                      // resolve/connect failure (502/504)
     bool timed_out = false;
     tcp::endpoint peer;
     bool ok() const { return denied == DenyReason::none && !error && !timed_out; }

@@ -59,8 +59,8 @@ Target parse_target(const std::string& url) {
         throw HttpsError(HttpsError::Kind::bad_url, "outbound HTTPS: a user name or password in the URL is not sent");
     auto authority = parse_authority(parsed->encoded_host_and_port(), 443);
     if (!authority)
-        throw HttpsError(HttpsError::Kind::bad_url,
-                         "outbound HTTPS: https://" + std::string(parsed->encoded_host()) + " is not a host vaultgate accepts");
+        throw HttpsError(HttpsError::Kind::bad_url, "outbound HTTPS: https://" + std::string(parsed->encoded_host()) +
+                                                        " is not a host vaultgate accepts");
     Target target;
     target.authority = *authority.authority;
     target.origin = "https://" + format_authority(target.authority);
@@ -102,7 +102,8 @@ awaitable<HttpsResponse> read_response(TlsSocket& tls, Watchdog& watchdog, const
         // as the proxy also accepts from upstreams.
         if (ec == ssl::error::stream_truncated && parser.is_header_done() && parser.need_eof()) parser.put_eof(ec);
         if (ec) {
-            if (watchdog.expired()) fail(HttpsError::Kind::timeout, target, "no complete answer within " + in_ms(limits.total_timeout));
+            if (watchdog.expired())
+                fail(HttpsError::Kind::timeout, target, "no complete answer within " + in_ms(limits.total_timeout));
             if (ec == http::error::body_limit)
                 fail(HttpsError::Kind::too_large, target,
                      "the response body is larger than " + std::to_string(limits.max_body) + " bytes");

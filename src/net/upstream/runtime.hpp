@@ -2,14 +2,14 @@
 // What every connection shares: the config, the current state snapshot, the CA
 // and leaf cache, both TLS contexts, the access log. Built once per server.
 #include "net/io/connection_registry.hpp"
-#include "net/upstream/self_connection.hpp"
 #include "net/io/types.hpp"
-#include "vaultgate/observe/access_log.hpp"
-#include "vaultgate/crypto/ca.hpp"
+#include "net/upstream/self_connection.hpp"
 #include "vaultgate/config/config.hpp"
-#include "vaultgate/state/gateway_state.hpp"
+#include "vaultgate/crypto/ca.hpp"
 #include "vaultgate/http/message.hpp"
+#include "vaultgate/observe/access_log.hpp"
 #include "vaultgate/observe/metrics.hpp"
+#include "vaultgate/state/gateway_state.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -37,11 +37,11 @@ struct Runtime {
     ssl::context client_facing_tls{ssl::context::tls_server};  // MITM side, leaf per connection
     ssl::context upstream_tls{ssl::context::tls_client};       // verified, to bound origins
     std::unique_ptr<AccessLog> log;
-    std::vector<tcp::endpoint> self_endpoints;                  // our own listeners, never dialled
+    std::vector<tcp::endpoint> self_endpoints;  // our own listeners, never dialled
     // Kept by the dialer, to which the Runtime is const (see dialer.hpp).
-    mutable LocalAddresses local_addresses;                     // what a wildcard listener answers on
-    mutable OutboundSockets outbound_sockets;                   // connections vaultgate opened
-    ResolverPool* resolver = nullptr;                           // owned by the server
+    mutable LocalAddresses local_addresses;    // what a wildcard listener answers on
+    mutable OutboundSockets outbound_sockets;  // connections vaultgate opened
+    ResolverPool* resolver = nullptr;          // owned by the server
     std::atomic<bool> draining{false};
     ConnectionRegistry connections;
     Metrics metrics;

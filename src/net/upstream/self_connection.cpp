@@ -90,9 +90,8 @@ bool OutboundSockets::contains(const tcp::endpoint& peer, const tcp::endpoint& r
 }
 
 void OutboundSockets::sweep_closed() {
-    std::erase_if(fds_, [](const auto& entry) {
-        return !still_connected(entry.second, entry.first.first, entry.first.second);
-    });
+    std::erase_if(
+        fds_, [](const auto& entry) { return !still_connected(entry.second, entry.first.first, entry.first.second); });
     sweep_at_ = std::max(min_sweep, 2 * fds_.size());
 }
 

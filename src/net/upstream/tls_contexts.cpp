@@ -14,8 +14,8 @@ namespace {
 // ALPN: offer and accept only http/1.1, so clients never try h2 through the MITM.
 constexpr unsigned char alpn_http11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
 
-int select_http11(SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in,
-                  unsigned int inlen, void*) {
+int select_http11(SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in, unsigned int inlen,
+                  void*) {
     unsigned char* selected = nullptr;
     if (SSL_select_next_proto(&selected, outlen, alpn_http11, sizeof alpn_http11, in, inlen) ==
         OPENSSL_NPN_NEGOTIATED) {

@@ -29,7 +29,7 @@ bool UpstreamPool::usable(tls_stream& stream) {
 
 namespace {
 std::atomic<std::size_t> connections_in_all_pools{0};
-}
+}  // namespace
 
 std::size_t UpstreamPool::total_in_all_pools() noexcept { return connections_in_all_pools.load(); }
 
@@ -160,11 +160,13 @@ awaitable<void> sweep_upstream_pool(ConnectionLimiter* limiter, clock::duration 
     // A connection is closed at most a tenth of its timeout (at least 100 ms)
     // after it expired, and its buffers are freed at most half a linger after
     // it waited a linger. With nothing pooled, the sweep sleeps until give().
-    const clock::duration period = std::clamp<clock::duration>(max_idle / 10, std::chrono::milliseconds(100),
-                                                               UpstreamPool::linger / 2);
+    const clock::duration period =
+        std::clamp<clock::duration>(max_idle / 10, std::chrono::milliseconds(100), UpstreamPool::linger / 2);
     for (;;) {
-        if (pool.size() > 0) timer.expires_after(period);
-        else timer.expires_at(clock::time_point::max());
+        if (pool.size() > 0)
+            timer.expires_after(period);
+        else
+            timer.expires_at(clock::time_point::max());
         co_await timer.async_wait(use_tuple);  // cancelled: woken by give()
         pool.evict_expired();
     }

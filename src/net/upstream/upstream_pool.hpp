@@ -24,10 +24,10 @@
 // Once a connection has waited `linger` (as long as a client waits before it
 // sheds its own buffers), the sweep frees its record buffers and trims each
 // key to max_per_key and the pool to max_total, oldest first.
-#include "net/upstream/connection_limiter.hpp"
-#include "vaultgate/mem/read_buffer.hpp"
 #include "net/io/tls_socket.hpp"
 #include "net/io/types.hpp"
+#include "net/upstream/connection_limiter.hpp"
+#include "vaultgate/mem/read_buffer.hpp"
 
 #include <map>
 #include <optional>
@@ -91,9 +91,9 @@ private:
     asio::steady_timer* wake_ = nullptr;
     clock::duration max_idle_{};
     std::map<std::string, std::vector<Idle>> idle_;  // each list oldest first
-    std::size_t total_ = 0;    // connections kept
-    std::size_t lenders_ = 0;  // connected clients whose connection was lent
-    std::size_t held_ = 0;     // places held in the limiter's pooled quarter
+    std::size_t total_ = 0;                          // connections kept
+    std::size_t lenders_ = 0;                        // connected clients whose connection was lent
+    std::size_t held_ = 0;                           // places held in the limiter's pooled quarter
 };
 
 // The pool of the calling I/O thread.

@@ -104,7 +104,10 @@ protected:
                 snapshot_ = std::move(s);
                 ++publishes_;
             },
-            &log_, &metrics_, [] { return MetricsExtras{42, 7, 3, 5, 9}; });
+            &log_, &metrics_,
+            [] {
+                return MetricsExtras{42, 7, 3, 5, 9};
+            });
         api->on_session_closed = [this](const std::string& id) {
             std::lock_guard lock(mutex_);
             closed_.push_back(id);
@@ -148,7 +151,8 @@ protected:
     }
 
     void add_credential(const std::string& vault_id, const std::string& name, const std::string& value) {
-        const auto r = call("POST", "/v1/vaults/" + vault_id + "/credentials", json{{"name", name}, {"value", value}}.dump());
+        const auto r =
+            call("POST", "/v1/vaults/" + vault_id + "/credentials", json{{"name", name}, {"value", value}}.dump());
         EXPECT_EQ(r.status, 201) << r.body;
     }
 

@@ -24,9 +24,9 @@ TEST_F(AdminApiTest, HealthzAndRouting) {
     EXPECT_EQ(call("GET", "/v1/vaults/x/credentials/K").status, 405);
     EXPECT_EQ(call("GET", "/v1/sessions").status, 405);
 
-    for (const char* path : {"/", "", "/nope", "/v1", "/v1/", "/v1/vaults/", "/v1//vaults", "/v2/vaults",
-                             "/v1/vaults/x/other", "/v1/vaults/x/credentials/K/more", "/v1/logs/x",
-                             "/healthz/x", "/v1/sessions/a/b"}) {
+    for (const char* path :
+         {"/", "", "/nope", "/v1", "/v1/", "/v1/vaults/", "/v1//vaults", "/v2/vaults", "/v1/vaults/x/other",
+          "/v1/vaults/x/credentials/K/more", "/v1/logs/x", "/healthz/x", "/v1/sessions/a/b"}) {
         r = call("GET", path);
         EXPECT_EQ(r.status, 404) << path;
         EXPECT_EQ(error_code(r), "not_found") << path;
@@ -151,7 +151,8 @@ TEST_F(AdminApiTest, ConcurrentChanges) {
                 const std::string id = parse(r)["id"];
                 const auto c = call("POST", "/v1/vaults/" + id + "/credentials",
                                     json{{"name", "K"}, {"value", api_secret}}.dump());
-                const auto p = call("PUT", "/v1/vaults/" + id + "/credentials/K", json{{"value", rotated_secret}}.dump());
+                const auto p =
+                    call("PUT", "/v1/vaults/" + id + "/credentials/K", json{{"value", rotated_secret}}.dump());
                 if (c.status != 201 || p.status != 200) ++failures;
                 call("GET", "/v1/vaults");
             }

@@ -259,9 +259,11 @@ TEST_F(AdminApiTest, ASessionWhoseVaultsTieIsRefused) {
     EXPECT_EQ(r.status, 409) << r.body;
     EXPECT_EQ(error_code(r), "binding_conflict");
     // Another path_prefix is more specific, not a tie.
-    r = call("POST", "/v1/vaults/" + b + "/services",
-             json{{"host", "cfg.example.com"}, {"path_prefix", "/v1/"}, {"auth_config", {{"type", "bearer"}, {"key", "KEY"}}}}
-                 .dump());
+    r = call(
+        "POST", "/v1/vaults/" + b + "/services",
+        json{
+            {"host", "cfg.example.com"}, {"path_prefix", "/v1/"}, {"auth_config", {{"type", "bearer"}, {"key", "KEY"}}}}
+            .dump());
     EXPECT_EQ(r.status, 201) << r.body;
     // Two services of one vault that tie are refused, session or not.
     r = call("POST", "/v1/vaults/" + b + "/services",
@@ -288,7 +290,7 @@ vaults:
 egress_policies:
   default: {}
 )",
-                                          "tie.yaml"));
+                                         "tie.yaml"));
         FAIL() << "the reload was accepted";
     } catch (const ConfigError& e) {
         const std::string what = e.what();

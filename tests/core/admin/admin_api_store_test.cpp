@@ -188,7 +188,8 @@ TEST(ComposeState, APlaceholderCollisionIsWarnedAboutOnceAcrossPublishes) {
     const auto first = compose_state(config_state, config, data, now, nullptr, &warnings);
     EXPECT_EQ(first->vaults.at("api").services.at(0).redaction, nullptr);
     ASSERT_EQ(warnings.size(), 1u);
-    EXPECT_NE(warnings[0].find("credential SHORT occurs in its redaction placeholder"), std::string::npos) << warnings[0];
+    EXPECT_NE(warnings[0].find("credential SHORT occurs in its redaction placeholder"), std::string::npos)
+        << warnings[0];
 
     warnings.clear();
     const auto second = compose_state(config_state, config, data, now, first.get(), &warnings);

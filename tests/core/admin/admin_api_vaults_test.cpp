@@ -40,9 +40,9 @@ TEST_F(AdminApiTest, VaultCreateListGet) {
 }
 
 TEST_F(AdminApiTest, VaultNameRules) {
-    for (const std::string& body : {json{{"name", ""}}.dump(), json{{"name", std::string(129, 'a')}}.dump(),
-                                    json{{"name", "a/b"}}.dump(), json{{"name", ".."}}.dump(),
-                                    json{{"name", "a b"}}.dump(), json{{"name", leak + "!"}}.dump()}) {
+    for (const std::string& body :
+         {json{{"name", ""}}.dump(), json{{"name", std::string(129, 'a')}}.dump(), json{{"name", "a/b"}}.dump(),
+          json{{"name", ".."}}.dump(), json{{"name", "a b"}}.dump(), json{{"name", leak + "!"}}.dump()}) {
         const auto r = call("POST", "/v1/vaults", body);
         EXPECT_EQ(r.status, 400) << body;
         EXPECT_EQ(error_code(r), "invalid_name") << body;
@@ -187,9 +187,9 @@ TEST_F(AdminApiTest, Services) {
     create_vault("unrelated");
     EXPECT_EQ(snapshot()->vaults.at("v").services[0].redaction, tables);
     // A rotated credential gets tables of its own: the new value is redacted.
-    ASSERT_EQ(call("PUT", "/v1/vaults/" + id + "/credentials/TOKEN", json{{"value", "sk-rotated-value-42"}}.dump())
-                  .status,
-              200);
+    ASSERT_EQ(
+        call("PUT", "/v1/vaults/" + id + "/credentials/TOKEN", json{{"value", "sk-rotated-value-42"}}.dump()).status,
+        200);
     const auto rotated = snapshot()->vaults.at("v").services[0].redaction;
     ASSERT_NE(rotated, nullptr);
     EXPECT_NE(rotated, tables);
@@ -241,12 +241,18 @@ TEST_F(AdminApiTest, ServicesAreNeverBoundToThisMachineVaultgateOrAPublicSuffix)
         int port;
         const char* code;
     } refused[] = {
-        {"127.0.0.1", 443, "forbidden_address"},      {"0.0.0.0", 443, "forbidden_address"},
-        {"::1", 443, "forbidden_address"},            {"[::1]", 443, "forbidden_address"},
-        {"169.254.169.254", 443, "forbidden_address"}, {"[fd00:ec2::254]", 443, "forbidden_address"},
-        {"fe80::1", 443, "forbidden_address"},        {"localhost", 443, "forbidden_address"},
-        {"LocalHost.", 443, "forbidden_address"},     {"127.0.0.1", 3128, "own_listener"},
-        {"127.0.0.1", 3190, "own_listener"},          {"*.co.uk", 443, "public_suffix_wildcard"},
+        {"127.0.0.1", 443, "forbidden_address"},
+        {"0.0.0.0", 443, "forbidden_address"},
+        {"::1", 443, "forbidden_address"},
+        {"[::1]", 443, "forbidden_address"},
+        {"169.254.169.254", 443, "forbidden_address"},
+        {"[fd00:ec2::254]", 443, "forbidden_address"},
+        {"fe80::1", 443, "forbidden_address"},
+        {"localhost", 443, "forbidden_address"},
+        {"LocalHost.", 443, "forbidden_address"},
+        {"127.0.0.1", 3128, "own_listener"},
+        {"127.0.0.1", 3190, "own_listener"},
+        {"*.co.uk", 443, "public_suffix_wildcard"},
         {"*.github.io", 443, "public_suffix_wildcard"},
     };
     for (const auto& c : refused) {
@@ -289,10 +295,8 @@ TEST_F(AdminApiTest, ConfigVaultsAreReadOnly) {
     const std::string base = "/v1/vaults/cfgvault";
     const json service = {{"host", "x.example.com"}, {"auth_config", {{"type", "bearer"}, {"key", "CFG_KEY"}}}};
     const std::pair<std::string, std::string> requests[] = {
-        {"POST", base + "/credentials"},
-        {"PUT", base + "/credentials/CFG_KEY"},
-        {"DELETE", base + "/credentials/CFG_KEY"},
-        {"POST", base + "/services"},
+        {"POST", base + "/credentials"},           {"PUT", base + "/credentials/CFG_KEY"},
+        {"DELETE", base + "/credentials/CFG_KEY"}, {"POST", base + "/services"},
         {"DELETE", base + "/services/cfgvault/0"},
     };
     const int before = publishes();

@@ -18,10 +18,14 @@ std::string complete_example() {
     bool in_block = false;
     std::ostringstream out;
     while (std::getline(in, line)) {
-        if (line == "## A complete example") in_section = true;
-        else if (in_section && !in_block && line == "```yaml") in_block = true;
-        else if (in_block && line == "```") return out.str();
-        else if (in_block) out << line << "\n";
+        if (line == "## A complete example")
+            in_section = true;
+        else if (in_section && !in_block && line == "```yaml")
+            in_block = true;
+        else if (in_block && line == "```")
+            return out.str();
+        else if (in_block)
+            out << line << "\n";
     }
     return {};
 }

@@ -1,12 +1,12 @@
-#include "temp_dir.hpp"
 #include "vaultgate/config/config.hpp"
+#include "temp_dir.hpp"
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <unistd.h>
 
 namespace vaultgate {
 namespace {
@@ -197,8 +197,7 @@ const ErrorCase error_cases[] = {
                     "      - { host: A.example.com., auth: { type: bearer, key: K } }\n",
      "t.yaml:7:9: ", "vaults[0].services[1]: same host, port and path_prefix as vaults[0].services[0]"},
     {"vault_without_name", "vaults:\n  - credentials: {}\n", "t.yaml:2:5: ", "vaults[0]: missing required key 'name'"},
-    {"vault_bad_name", "vaults:\n  - name: \"my vault\"\n",
-     "t.yaml:2:11: ",
+    {"vault_bad_name", "vaults:\n  - name: \"my vault\"\n", "t.yaml:2:11: ",
      "vaults[0].name: expected a vault name of [A-Za-z0-9_.-] (at most 128 characters, not \".\" or \"..\"), "
      "got 'my vault'"},
     {"vault_duplicate_name", "vaults:\n  - name: a\n  - name: a\n",
@@ -318,8 +317,8 @@ TEST(ConfigTest, EmptyMapGivesDefaults) {
 // An empty file is more likely truncated than meant; on a reload it would
 // quietly drop every vault, session and policy.
 TEST(ConfigTest, EmptyFileIsRefused) {
-    for (const char* text : {"", "\n", "  \n\t\n", "# nothing here\n", "---\n", "---\n# only a comment\n...\n",
-                             "~\n", "null\n"}) {
+    for (const char* text :
+         {"", "\n", "  \n\t\n", "# nothing here\n", "---\n", "---\n# only a comment\n...\n", "~\n", "null\n"}) {
         const auto msg = error_of(text);
         EXPECT_EQ(msg.rfind("t.yaml:", 0), 0u) << "'" << text << "': " << msg;
         EXPECT_NE(msg.find("the config file is empty"), std::string::npos) << "'" << text << "': " << msg;
@@ -389,13 +388,12 @@ TEST(ConfigTest, AdminConnectionsIsACountOfItsOwn) {
 }
 
 TEST(ConfigTest, WorkerThreadsAreAutoOrACountUpTo256) {
-    EXPECT_EQ(parse_config("limits:\n  upstream_idle_timeout: 250ms\n", "w.yaml").limits.upstream_idle_timeout,
-              250ms);
+    EXPECT_EQ(parse_config("limits:\n  upstream_idle_timeout: 250ms\n", "w.yaml").limits.upstream_idle_timeout, 250ms);
     EXPECT_THROW(parse_config("limits:\n  upstream_idle_timeout: 0s\n", "w.yaml"), ConfigError);
     EXPECT_EQ(parse_config("limits:\n  worker_threads: 3\n", "w.yaml").limits.worker_threads, 3u);
     EXPECT_EQ(parse_config("limits:\n  worker_threads: 0\n", "w.yaml").limits.worker_threads, 0u);
-    for (const char* bad : {"limits:\n  worker_threads: 257\n", "limits:\n  worker_threads: -1\n",
-                            "limits:\n  worker_threads: many\n"}) {
+    for (const char* bad :
+         {"limits:\n  worker_threads: 257\n", "limits:\n  worker_threads: -1\n", "limits:\n  worker_threads: many\n"}) {
         try {
             parse_config(bad, "w.yaml");
             FAIL() << bad;
@@ -491,7 +489,7 @@ sessions:
     ASSERT_EQ(c.egress_policies.size(), 1u);
     const auto& p = c.egress_policies.at("open");
     EXPECT_EQ(p.name, "open");
-    EXPECT_TRUE(p.allow_https);  // not written: the EgressPolicy default
+    EXPECT_TRUE(p.allow_https);       // not written: the EgressPolicy default
     EXPECT_TRUE(p.tunnel_sni_check);  // likewise
     EXPECT_TRUE(p.allow_http);
     EXPECT_TRUE(p.allow_package_managers);

@@ -109,7 +109,8 @@ TEST(JsonCodecService, ValuesBuiltInCodeRoundTrip) {
 }
 
 TEST(JsonCodecService, OptionalKeysTakeConfigDefaults) {
-    const auto s = decode_service(json::parse(R"({"host":"api.example.com","auth_config":{"type":"api-key","key":"K"}})"));
+    const auto s =
+        decode_service(json::parse(R"({"host":"api.example.com","auth_config":{"type":"api-key","key":"K"}})"));
     EXPECT_EQ(s.port, 443);
     EXPECT_EQ(s.path_prefix, "/");
     EXPECT_FALSE(s.redact_response);
@@ -231,7 +232,8 @@ TEST(JsonCodecService, ErrorsNeverQuoteWhatWasSent) {
         R"({"host":")" + p + R"( x","auth_config":{"type":"bearer","key":"K"}})",
         R"({"host":"a.example.com","auth_config":{"type":")" + p + R"(","key":"K"}})",
         R"({"host":"a.example.com","auth_config":{"type":"bearer","key":")" + p + R"(!"}})",
-        R"({"host":"a.example.com","auth_config":{"type":"header","key":"K","header":"X-T","template":")" + p + R"("}})",
+        R"({"host":"a.example.com","auth_config":{"type":"header","key":"K","header":"X-T","template":")" + p +
+            R"("}})",
         R"({"host":"a.example.com","auth_config":{"type":"api-key","key":"K","header":")" + p + R"( "}})",
         R"({"host":"a.example.com","auth_config":{"type":"basic","key":"K","user":")" + p + R"(:"}})",
         R"({"host":"a.example.com","auth_config":{"type":"query","key":"K","param":")" + p + R"(="}})",
@@ -324,7 +326,8 @@ TEST(JsonCodecPolicy, EachValidationErrorNamesTheField) {
         {R"({"allowed_domains":[""]})", "allowed_domains[0]: invalid domain rule"},
         {R"({"allowed_domains":["*.*.example.com"]})", "allowed_domains[0]: invalid domain rule"},
         {R"({"allowed_domains":["a.example.com:0"]})", "allowed_domains[0]: invalid domain rule"},
-        {R"({"allowed_domains":["10.0.0.1"]})", "allowed_domains[0]: invalid domain rule: IP addresses belong in allowed_cidrs"},
+        {R"({"allowed_domains":["10.0.0.1"]})",
+         "allowed_domains[0]: invalid domain rule: IP addresses belong in allowed_cidrs"},
         {R"({"allowed_domains":["a b.example.com"]})", "allowed_domains[0]: invalid domain rule"},
         {R"({"allowed_cidrs":{}})", "allowed_cidrs: expected a list, got an object"},
         {R"({"allowed_cidrs":["10.0.0.0/33"]})", "allowed_cidrs[0]: expected an IP address or CIDR"},

@@ -54,7 +54,10 @@ TEST_F(YamlReaderTest, ErrorsNameFileLineColumnAndPath) {
 
 TEST_F(YamlReaderTest, AnEmptyValuePointsAtItsKey) {
     // yaml-cpp gives an empty value the place of the token after it.
-    EXPECT_EQ(refusal("a:\n  b:\n  c: 1\n", "a", [](const Value& v) { v.section({"b", "c"}).at("b").string(); }),
+    EXPECT_EQ(refusal("a:\n  b:\n  c: 1\n", "a",
+                      [](const Value& v) {
+                          v.section({"b", "c"}).at("b").string();
+                      }),
               "r.yaml:2:3: a.b: expected a string, got null");
 }
 
@@ -115,15 +118,16 @@ TEST_F(YamlReaderTest, EntriesKeepFileOrderAndTheirPaths) {
     EXPECT_EQ(entries[2].scalar(), "3");
     // A message about an entry's key points at the key, under the path given.
     EXPECT_EQ(error_of([&] { entries[1].fail_at_key("k", "bad name"); }), "r.yaml:3:3: k: bad name");
-    EXPECT_EQ(error_of([&] { entries[1].with_path("k.other").fail("bad value"); }),
-              "r.yaml:3:6: k.other: bad value");
+    EXPECT_EQ(error_of([&] { entries[1].with_path("k.other").fail("bad value"); }), "r.yaml:3:6: k.other: bad value");
 }
 
 TEST_F(YamlReaderTest, UnknownKeysAreRefusedWithTheAllowedOnes) {
-    EXPECT_EQ(refusal("k:\n  a: 1\n  bee: 2\n", "k", [](const Value& v) { v.section({"a", "b"}); }),
+    EXPECT_EQ(refusal("k:\n  a: 1\n  bee: 2\n", "k",
+                      [](const Value& v) {
+                          v.section({"a", "b"});
+                      }),
               "r.yaml:3:3: k: unknown key 'bee' (allowed: a, b)");
-    EXPECT_EQ(error_of([&] { reader.load("a: 1\nb: 2\n").fields({"a"}); }),
-              "r.yaml:2:1: unknown key 'b' (allowed: a)");
+    EXPECT_EQ(error_of([&] { reader.load("a: 1\nb: 2\n").fields({"a"}); }), "r.yaml:2:1: unknown key 'b' (allowed: a)");
 }
 
 TEST_F(YamlReaderTest, RepeatedAndNonStringKeysAreRefused) {

@@ -1,6 +1,6 @@
 // The admin token file, as the server and the CLI both read it.
-#include "temp_dir.hpp"
 #include "vaultgate/credentials/admin_token.hpp"
+#include "temp_dir.hpp"
 
 #include <gtest/gtest.h>
 
@@ -32,8 +32,11 @@ TEST(AdminTokenFile, ProblemsNameTheSettingAndPathNeverTheToken) {
     const auto error = token_error(short_file);
     EXPECT_EQ(error, "admin.token_file " + short_file + " must hold a token of at least 16 characters");
     EXPECT_EQ(error.find("short-tok3n"), std::string::npos);
-    EXPECT_EQ(token_error(dir.file("absent")), "admin.token_file " + dir.file("absent") + ": No such file or directory");
-    const auto inner = dir.write("inner", "0123456789\x01" "abcdef");
+    EXPECT_EQ(token_error(dir.file("absent")),
+              "admin.token_file " + dir.file("absent") + ": No such file or directory");
+    const auto inner = dir.write("inner",
+                                 "0123456789\x01"
+                                 "abcdef");
     EXPECT_EQ(token_error(inner), "admin.token_file " + inner + " holds a control character inside the token");
 }
 

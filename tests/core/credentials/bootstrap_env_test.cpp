@@ -29,9 +29,9 @@ TEST(BootstrapEnv, EnvNames) {
         bool ok;
     };
     const std::vector<Case> cases = {
-        {"A", true},       {"_", true},          {"a_b_1", true},      {"COMPOSIO_API_KEY", true},
-        {"", false},       {"1A", false},        {"A-B", false},       {"A B", false},
-        {"A=B", false},    {"A;rm -rf /", false}, {"$(id)", false},    {"A\nB", false},
+        {"A", true},         {"_", true},           {"a_b_1", true},  {"COMPOSIO_API_KEY", true},
+        {"", false},         {"1A", false},         {"A-B", false},   {"A B", false},
+        {"A=B", false},      {"A;rm -rf /", false}, {"$(id)", false}, {"A\nB", false},
         {"\xc3\xa9", false},
     };
     for (const auto& c : cases) EXPECT_EQ(is_env_name(c.name), c.ok) << c.name;
@@ -43,10 +43,15 @@ TEST(BootstrapEnv, SecretSuffixes) {
         bool secret;
     };
     const std::vector<Case> cases = {
-        {"COMPOSIO_API_KEY", true}, {"GITHUB_TOKEN", true},  {"CLIENT_SECRET", true},
-        {"BACKEND_URL", false},     {"COMPOSIO_TOOLROUTER_SESSION_ID", false},
-        {"API_KEY", false},         // the suffix needs a prefix: "_API_KEY"
-        {"_TOKEN", false},          {"X_TOKENS", false},    {"SSH_KEY", false},
+        {"COMPOSIO_API_KEY", true},
+        {"GITHUB_TOKEN", true},
+        {"CLIENT_SECRET", true},
+        {"BACKEND_URL", false},
+        {"COMPOSIO_TOOLROUTER_SESSION_ID", false},
+        {"API_KEY", false},  // the suffix needs a prefix: "_API_KEY"
+        {"_TOKEN", false},
+        {"X_TOKENS", false},
+        {"SSH_KEY", false},
         {"composio_api_key", false},  // case matters, as it does for environment names
         {"TOKEN", false},
     };
@@ -134,11 +139,17 @@ TEST(BootstrapEnv, FindsSecretsNoHeaderCanCarry) {
         bool sendable;
     };
     const std::vector<Case> cases = {
-        {"sk-abc", true},        {"with space", true},  {"\xe2\x82\xac", true},  {"line\n", false},
-        {"a\rb", false},         {"tab\tx", false},     {"del\x7f", false},
+        {"sk-abc", true},
+        {"with space", true},
+        {"\xe2\x82\xac", true},
+        {"line\n", false},
+        {"a\rb", false},
+        {"tab\tx", false},
+        {"del\x7f", false},
         {std::string("n\0l", 3), false},
         // The admin API's other limits: its length cap, and JSON's UTF-8.
-        {std::string(16 * 1024, 'k'), true}, {std::string(16 * 1024 + 1, 'k'), false},
+        {std::string(16 * 1024, 'k'), true},
+        {std::string(16 * 1024 + 1, 'k'), false},
         {"\xff\xfe", false},
     };
     for (const auto& c : cases) {
@@ -320,11 +331,8 @@ TEST(BootstrapEnv, RenderProblems) {
 // format, the real value is in no rendered output, and every name is there.
 TEST(BootstrapEnv, RealValuesNeverRendered) {
     const std::vector<std::string> values = {
-        "ak_live_0123456789abcdef",
-        "sk-with'quote\"and\\backslash",
-        "ghp_$(id)`whoami`",
-        "tok with spaces",
-        "\xe2\x82\xac-unicode-\xe2\x82\xac",
+        "ak_live_0123456789abcdef", "sk-with'quote\"and\\backslash",     "ghp_$(id)`whoami`",
+        "tok with spaces",          "\xe2\x82\xac-unicode-\xe2\x82\xac",
     };
     for (const auto& value : values) {
         nlohmann::ordered_json input = {{"BACKEND_URL", "https://backend.composio.dev"},

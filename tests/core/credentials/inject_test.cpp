@@ -161,8 +161,8 @@ TEST(InjectTest, BasicPaddingForEveryRemainder) {
     AuthSpec spec;
     spec.type = AuthType::basic;
     spec.user = "u";
-    EXPECT_EQ(injected_value(spec, Secret("p")).reveal(), "Basic dTpw");       // "u:p"
-    EXPECT_EQ(injected_value(spec, Secret("pw")).reveal(), "Basic dTpwdw==");  // "u:pw"
+    EXPECT_EQ(injected_value(spec, Secret("p")).reveal(), "Basic dTpw");        // "u:p"
+    EXPECT_EQ(injected_value(spec, Secret("pw")).reveal(), "Basic dTpwdw==");   // "u:pw"
     EXPECT_EQ(injected_value(spec, Secret("pwd")).reveal(), "Basic dTpwd2Q=");  // "u:pwd"
 }
 

@@ -11,30 +11,30 @@ namespace {
 
 // Each is read by some origin as /admin (or somewhere else outside /v1/).
 const char* const bypass_paths[] = {
-    "/v1/..;/admin",               // Tomcat, Spring: path parameter, then ".."
-    "/v1/..;jsessionid=1/admin",   // the same with a named parameter
-    "/v1/%2e%2e%3b/admin",         // escaped dots and ';'
-    "/v1#/../admin",               // a fragment, forwarded
+    "/v1/..;/admin",              // Tomcat, Spring: path parameter, then ".."
+    "/v1/..;jsessionid=1/admin",  // the same with a named parameter
+    "/v1/%2e%2e%3b/admin",        // escaped dots and ';'
+    "/v1#/../admin",              // a fragment, forwarded
     "/v1/#/../admin",
-    "/v1/%252e%252e/admin",        // decoded twice
-    "/v1/%c0%ae%c0%ae/admin",      // overlong UTF-8 for '.'
-    "/v1/..%00/admin",             // NUL, cut by C-based servers
-    "/v1/..%20/admin",             // trailing space trimmed (Spring trimTokens)
+    "/v1/%252e%252e/admin",    // decoded twice
+    "/v1/%c0%ae%c0%ae/admin",  // overlong UTF-8 for '.'
+    "/v1/..%00/admin",         // NUL, cut by C-based servers
+    "/v1/..%20/admin",         // trailing space trimmed (Spring trimTokens)
     "/v1/%20..%20/admin",
-    "/v1/%2E%2E/admin",            // upper-case escapes
+    "/v1/%2E%2E/admin",  // upper-case escapes
     "/v1/.%2e/admin",
-    "/v1/..%2fadmin",              // escaped '/'
+    "/v1/..%2fadmin",  // escaped '/'
     "/v1/..%2Fadmin",
-    "/v1/..%5cadmin",              // escaped '\'
-    "/v1/..\\admin",               // raw '\'
-    "/v1/x;a=b",                   // any path parameter
+    "/v1/..%5cadmin",  // escaped '\'
+    "/v1/..\\admin",   // raw '\'
+    "/v1/x;a=b",       // any path parameter
     "/v1/%3B",
-    "/v1/../admin",                // plain dot segments
+    "/v1/../admin",  // plain dot segments
     "/v1/./x",
     "/v1/..",
-    "/v1/.../admin",               // runs of dots, which some servers shorten
-    "/v1/%u002e%u002e/admin",      // IIS %u escapes: malformed here
-    "/v1/a%2",                     // an escape cut short
+    "/v1/.../admin",           // runs of dots, which some servers shorten
+    "/v1/%u002e%u002e/admin",  // IIS %u escapes: malformed here
+    "/v1/a%2",                 // an escape cut short
     "/v1/a%zz",
     "/v1/%25",                     // any double encoding
     "/v1/%c1%9c",                  // overlong '\'
@@ -44,7 +44,7 @@ const char* const bypass_paths[] = {
     "/v1/%ff",                     // no UTF-8 at all
     "/v1/\xc0\xae\xc0\xae/admin",  // raw overlong bytes (the parser refuses them before this)
     "/v1/\xc1\x9c",
-    "/v1/%0a",                     // control bytes
+    "/v1/%0a",  // control bytes
     "/v1/%09..",
     "/v1/%7f",
 };
@@ -74,15 +74,15 @@ TEST(PathPrefixTest, Table) {
         {"/v1/%41", "/v1/", true},        // so is an escaped letter
         {"/v1/caf%C3%A9", "/v1/", true},  // and valid UTF-8
         {"/v1/", "/v1/", true},
-        {"/v1//x", "/v1/", true},         // merged slashes stay under the prefix
+        {"/v1//x", "/v1/", true},                // merged slashes stay under the prefix
         {"/v1/ok?x=/../..;%2e#", "/v1/", true},  // the query is not part of the path
-        {"/v1/..x/y", "/v1/", true},      // a name starting with dots is not a dot segment
+        {"/v1/..x/y", "/v1/", true},             // a name starting with dots is not a dot segment
         {"/v1/.well-known", "/v1/", true},
         {"/v1/a.b", "/v1/", true},
         {"/v1", "/v1/", false},
         {"/v1x", "/v1/", false},
         {"/V1/ok", "/v1/", false},
-        {"/%761/ok", "/v1/", false},      // compared as written
+        {"/%761/ok", "/v1/", false},  // compared as written
         {"/api", "/api", true},
         {"/api/", "/api", true},
         {"/api/x/y", "/api", true},

@@ -198,11 +198,11 @@ TEST(Redactor, ASecretWithEveryKindOfByteHasAllTwentyEightForms) {
 // base64 also depends on the byte after it.)
 TEST(Redactor, Base64OfATextThatHoldsTheKeyIsRedactedAtEveryAlignment) {
     const std::vector<std::pair<std::string, std::string>> cases = {
-        {"e3NrLWxpdmUtNGY5QT5iP2N+ZF9lLloifQ==", "e3" + placeholder + "oifQ=="},      // {"<key>"}... one byte in
+        {"e3NrLWxpdmUtNGY5QT5iP2N+ZF9lLloifQ==", "e3" + placeholder + "oifQ=="},  // {"<key>"}... one byte in
         {"e3NrLWxpdmUtNGY5QT5iP2N-ZF9lLloifQ==", "e3" + placeholder + "oifQ=="},
-        {"eyJzay1saXZlLTRmOUE+Yj9jfmRfZS5aIn0=", "eyJ" + placeholder + "In0="},       // two bytes in
+        {"eyJzay1saXZlLTRmOUE+Yj9jfmRfZS5aIn0=", "eyJ" + placeholder + "In0="},  // two bytes in
         {"eyJzay1saXZlLTRmOUE-Yj9jfmRfZS5aIn0=", "eyJ" + placeholder + "In0="},
-        {"eyJrc2stbGl2ZS00ZjlBPmI/Y35kX2UuWiJ9", "eyJr" + placeholder + "iJ9"},        // aligned
+        {"eyJrc2stbGl2ZS00ZjlBPmI/Y35kX2UuWiJ9", "eyJr" + placeholder + "iJ9"},  // aligned
         {"eyJrc2stbGl2ZS00ZjlBPmI_Y35kX2UuWiJ9", "eyJr" + placeholder + "iJ9"},
     };
     for (const auto& [body, expected] : cases) {
@@ -258,8 +258,7 @@ TEST(Redactor, BytesThatNeedUrlEncoding) {
         EXPECT_EQ(out.find("p@ss"), std::string::npos);
         EXPECT_EQ(out.find("w6k"), std::string::npos);
     }
-    EXPECT_EQ(r.redact_all("?token=p%40ss%20w%2Frd%26%3F%3D%C3%A9&x=1"),
-              "?token=" + placeholder + "&x=1");
+    EXPECT_EQ(r.redact_all("?token=p%40ss%20w%2Frd%26%3F%3D%C3%A9&x=1"), "?token=" + placeholder + "&x=1");
     EXPECT_EQ(r.redact_all("?token=cEBzcyB3L3JkJj89w6k%3D"), "?token=" + placeholder + "%3D");
 }
 
@@ -310,8 +309,7 @@ TEST(Redactor, OneByteAtATimeEqualsWhole) {
 }
 
 TEST(Redactor, MultipleSecrets) {
-    const Redactor r({Secret("alpha-secret-0001"), Secret(""), Secret("beta-secret-0002")},
-                     placeholder);
+    const Redactor r({Secret("alpha-secret-0001"), Secret(""), Secret("beta-secret-0002")}, placeholder);
     struct Case {
         std::string in;
         std::string out;
@@ -457,8 +455,7 @@ TEST(Redactor, HeaderValues) {
         {"Basic Ym90OnNrLWxpdmUtNGY5QT5iP2N+ZF9lLlo=", "Basic " + placeholder},
         {"https://example.com/cb?key=sk-live-4f9A%3Eb%3Fc~d_e.Z&state=1",
          "https://example.com/cb?key=" + placeholder + "&state=1"},
-        {"session=c2stbGl2ZS00ZjlBPmI_Y35kX2UuWg; Path=/; HttpOnly",
-         "session=" + placeholder + "; Path=/; HttpOnly"},
+        {"session=c2stbGl2ZS00ZjlBPmI_Y35kX2UuWg; Path=/; HttpOnly", "session=" + placeholder + "; Path=/; HttpOnly"},
         {"application/json", "application/json"},
         {"", ""},
     };

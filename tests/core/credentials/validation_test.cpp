@@ -65,9 +65,10 @@ TEST(Validation, Names) {
 
 TEST(Validation, HttpTokens) {
     const std::vector<BoolCase> cases = {
-        {"x-api-key", true}, {"X_Token", true},   {"a!#$%&'*+-.^_`|~z", true}, {"", false},
-        {"x key", false},    {"x:y", false},      {"x\r\ny", false},           {"(x)", false},
-        {"x\"y", false},     {"\xc3\xa9", false}, {"x/y", false},
+        {"x-api-key", true}, {"X_Token", true}, {"a!#$%&'*+-.^_`|~z", true},
+        {"", false},         {"x key", false},  {"x:y", false},
+        {"x\r\ny", false},   {"(x)", false},    {"x\"y", false},
+        {"\xc3\xa9", false}, {"x/y", false},
     };
     for (const auto& c : cases) EXPECT_EQ(is_http_token(c.text), c.want) << "'" << c.text << "'";
 }
@@ -220,7 +221,9 @@ TEST(Validation, ServiceHosts) {
     const std::vector<HostCase> cases = {
         {"api.example.com", "api.example.com", std::nullopt},
         {"API.Example.COM.", "api.example.com", std::nullopt},
-        {"b\xc3\xbc" "cher.example", "xn--bcher-kva.example", std::nullopt},
+        {"b\xc3\xbc"
+         "cher.example",
+         "xn--bcher-kva.example", std::nullopt},
         {"10.1.2.3", "10.1.2.3", std::nullopt},
         {"localhost", "localhost", std::nullopt},
         {"*.example.com", "*.example.com", std::nullopt},
@@ -281,9 +284,8 @@ TEST(Validation, AuthSpecsThatBuild) {
     EXPECT_EQ(spec.type, AuthType::basic);
     EXPECT_EQ(spec.user, "bot");
 
-    ASSERT_FALSE(
-        build_auth_spec({{"type", "header"}, {"key", "K.1"}, {"header", "X-Token"}, {"template", "Token {secret}"}},
-                        &spec));
+    ASSERT_FALSE(build_auth_spec(
+        {{"type", "header"}, {"key", "K.1"}, {"header", "X-Token"}, {"template", "Token {secret}"}}, &spec));
     EXPECT_EQ(spec.type, AuthType::header);
     EXPECT_EQ(spec.header, "X-Token");
     EXPECT_EQ(spec.value_template, "Token {secret}");
@@ -311,32 +313,45 @@ TEST(Validation, AuthSpecRefusals) {
         {{{"type", "bearer"}, {"key", "K"}, {"header", "x-api-key"}}, "header", "not used by auth type bearer", true},
         {{{"type", "bearer"}, {"key", "K"}, {"param", "p"}}, "param", "not used by auth type bearer", true},
         {{{"type", "api-key"}, {"key", "K"}, {"user", "bot"}}, "user", "not used by auth type api-key", true},
-        {{{"type", "api-key"}, {"key", "K"}, {"template", "{secret}"}}, "template", "not used by auth type api-key",
+        {{{"type", "api-key"}, {"key", "K"}, {"template", "{secret}"}},
+         "template",
+         "not used by auth type api-key",
          true},
-        {{{"type", "basic"}, {"key", "K"}, {"user", "u"}, {"header", "X"}}, "header", "not used by auth type basic",
+        {{{"type", "basic"}, {"key", "K"}, {"user", "u"}, {"header", "X"}},
+         "header",
+         "not used by auth type basic",
          true},
         {{{"type", "query"}, {"key", "K"}, {"param", "p"}, {"user", "u"}}, "user", "not used by auth type query", true},
-        {{{"type", "header"}, {"key", "K"}, {"header", "X"}, {"template", "{secret}"}, {"param", "p"}}, "param",
-         "not used by auth type header", true},
+        {{{"type", "header"}, {"key", "K"}, {"header", "X"}, {"template", "{secret}"}, {"param", "p"}},
+         "param",
+         "not used by auth type header",
+         true},
         // What each type needs.
-        {{{"type", "header"}, {"key", "K"}, {"template", "T {secret}"}}, "",
+        {{{"type", "header"}, {"key", "K"}, {"template", "T {secret}"}},
+         "",
          "missing required key 'header' for auth type header"},
-        {{{"type", "header"}, {"key", "K"}, {"header", "X-T"}}, "",
+        {{{"type", "header"}, {"key", "K"}, {"header", "X-T"}},
+         "",
          "missing required key 'template' for auth type header"},
         {{{"type", "basic"}, {"key", "K"}}, "", "missing required key 'user' for auth type basic"},
         {{{"type", "query"}, {"key", "K"}}, "", "missing required key 'param' for auth type query"},
         // Each value's own rule.
         {{{"type", "api-key"}, {"key", "K"}, {"header", "x key"}}, "header", "not a valid HTTP header name"},
-        {{{"type", "api-key"}, {"key", "K"}, {"header", "Content-Length"}}, "header",
+        {{{"type", "api-key"}, {"key", "K"}, {"header", "Content-Length"}},
+         "header",
          "a framing or hop-by-hop header cannot carry a credential"},
-        {{{"type", "header"}, {"key", "K"}, {"header", "Transfer_Encoding"}, {"template", "{secret}"}}, "header",
+        {{{"type", "header"}, {"key", "K"}, {"header", "Transfer_Encoding"}, {"template", "{secret}"}},
+         "header",
          "a framing or hop-by-hop header cannot carry a credential"},
-        {{{"type", "header"}, {"key", "K"}, {"header", "X-T"}, {"template", "T"}}, "template",
+        {{{"type", "header"}, {"key", "K"}, {"header", "X-T"}, {"template", "T"}},
+         "template",
          "must contain \"{secret}\" exactly once"},
-        {{{"type", "header"}, {"key", "K"}, {"header", "X-T"}, {"template", "{secret}\r\nX: y"}}, "template",
+        {{{"type", "header"}, {"key", "K"}, {"header", "X-T"}, {"template", "{secret}\r\nX: y"}},
+         "template",
          "may not contain control characters"},
         {{{"type", "basic"}, {"key", "K"}, {"user", "a:b"}}, "user", "may not contain ':' or control characters"},
-        {{{"type", "query"}, {"key", "K"}, {"param", "a&b=c"}}, "param",
+        {{{"type", "query"}, {"key", "K"}, {"param", "a&b=c"}},
+         "param",
          "expected a query parameter name of [A-Za-z0-9-_.~[]]"},
     };
     for (const auto& c : cases) {

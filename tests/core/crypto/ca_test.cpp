@@ -1,8 +1,8 @@
 // The CA is checked the way a TLS client would: leaves are verified with
 // OpenSSL's own chain builder against a store holding only our CA.
+#include "vaultgate/crypto/ca.hpp"
 #include "temp_dir.hpp"
 #include "test_pki.hpp"
-#include "vaultgate/crypto/ca.hpp"
 
 #include <gtest/gtest.h>
 
@@ -34,9 +34,7 @@ using test::TempDir;
 using test::write_pem_files;
 using test::write_rsa_ca_files;
 
-void write_text(const std::string& path, const std::string& text) {
-    std::ofstream(path, std::ios::binary) << text;
-}
+void write_text(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
 std::string read_text(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
@@ -44,7 +42,7 @@ std::string read_text(const std::string& path) {
 }
 
 mode_t file_mode(const std::string& path) {
-    struct stat st{};
+    struct stat st {};
     if (::stat(path.c_str(), &st) != 0) return 0;
     return st.st_mode & 07777;
 }
@@ -71,8 +69,7 @@ protected:
     static int verify(X509* leaf, const std::string& host, unsigned long extra_flags = 0) {
         std::unique_ptr<X509_STORE, decltype(&X509_STORE_free)> store(X509_STORE_new(), X509_STORE_free);
         X509_STORE_add_cert(store.get(), ca().cert());
-        std::unique_ptr<X509_STORE_CTX, decltype(&X509_STORE_CTX_free)> ctx(X509_STORE_CTX_new(),
-                                                                            X509_STORE_CTX_free);
+        std::unique_ptr<X509_STORE_CTX, decltype(&X509_STORE_CTX_free)> ctx(X509_STORE_CTX_new(), X509_STORE_CTX_free);
         X509_STORE_CTX_init(ctx.get(), store.get(), leaf, nullptr);
         X509_STORE_CTX_set_purpose(ctx.get(), X509_PURPOSE_SSL_SERVER);
         X509_VERIFY_PARAM* param = X509_STORE_CTX_get0_param(ctx.get());
@@ -398,8 +395,8 @@ TEST_F(CaTest, CacheEvictsTheLeastRecentlyUsed) {
     LeafCache cache(ca(), 2);
     auto a = cache.get("a.example.com");
     auto b = cache.get("b.example.com");
-    cache.get("a.example.com");                    // a is now the most recent
-    auto c = cache.get("c.example.com");           // evicts b
+    cache.get("a.example.com");           // a is now the most recent
+    auto c = cache.get("c.example.com");  // evicts b
     EXPECT_EQ(cache.size(), 2u);
     EXPECT_EQ(cache.get("a.example.com").get(), a.get());
     EXPECT_NE(cache.get("b.example.com").get(), b.get());  // re-minted

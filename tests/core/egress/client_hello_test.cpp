@@ -7,8 +7,8 @@
 
 #include <memory>
 #include <optional>
-#include <vector>
 #include <string>
+#include <vector>
 
 namespace vaultgate {
 namespace {
@@ -21,9 +21,7 @@ TEST(ClientHello, ReadsTheServerName) {
     EXPECT_EQ(r.server_name, "api.example.com");
 }
 
-TEST(ClientHello, NoServerName) {
-    EXPECT_EQ(read_client_hello(client_hello(nullptr)).status, HelloStatus::no_sni);
-}
+TEST(ClientHello, NoServerName) { EXPECT_EQ(read_client_hello(client_hello(nullptr)).status, HelloStatus::no_sni); }
 
 TEST(ClientHello, EveryPrefixIsIncompleteNeverMalformed) {
     auto hello = client_hello("api.example.com");
@@ -84,7 +82,7 @@ struct HelloParts {
     std::string compression = std::string(1, '\0');
     std::optional<std::string> extensions;  // the whole extensions block's content
     std::uint32_t handshake_type = 1;
-    std::optional<std::size_t> record_len;   // overrides the computed one
+    std::optional<std::size_t> record_len;  // overrides the computed one
 };
 
 std::string u16(std::size_t n) { return {static_cast<char>(n >> 8 & 0xff), static_cast<char>(n & 0xff)}; }
@@ -159,7 +157,7 @@ TEST(ClientHello, OtherExtensionsAloneMeanNoServerName) {
 TEST(SupportedVersionsTest, ListsTls13WhereverItIsInTheList) {
     EXPECT_TRUE(lists_tls13(std::string("\x02\x03\x04", 3)));
     EXPECT_TRUE(lists_tls13(std::string("\x04\x03\x03\x03\x04", 5)));
-    EXPECT_TRUE(lists_tls13(std::string("\x06\x7a\x7a\x03\x04\x03\x03", 7)));   // after a GREASE value
+    EXPECT_TRUE(lists_tls13(std::string("\x06\x7a\x7a\x03\x04\x03\x03", 7)));  // after a GREASE value
 }
 
 TEST(SupportedVersionsTest, AListWithoutTls13ListsNothingNewer) {
@@ -170,9 +168,9 @@ TEST(SupportedVersionsTest, AListWithoutTls13ListsNothingNewer) {
 TEST(SupportedVersionsTest, AMalformedBodyListsNothing) {
     EXPECT_FALSE(lists_tls13(""));
     EXPECT_FALSE(lists_tls13(std::string("\x00", 1)));
-    EXPECT_FALSE(lists_tls13(std::string("\x03\x03\x04\x03", 4)));    // odd length
-    EXPECT_FALSE(lists_tls13(std::string("\x04\x03\x04", 3)));        // shorter than it says
-    EXPECT_FALSE(lists_tls13(std::string("\x02\x03\x04\x03\x04", 5))); // longer than it says
+    EXPECT_FALSE(lists_tls13(std::string("\x03\x03\x04\x03", 4)));      // odd length
+    EXPECT_FALSE(lists_tls13(std::string("\x04\x03\x04", 3)));          // shorter than it says
+    EXPECT_FALSE(lists_tls13(std::string("\x02\x03\x04\x03\x04", 5)));  // longer than it says
     EXPECT_FALSE(lists_tls13(std::string("\x01\x03", 2)));
 }
 

@@ -51,8 +51,7 @@ TEST(NormalizeHost, AcceptsAndCanonicalises) {
         {"100.64.0.1", "100.64.0.1", HostKind::ipv4},
         {"1.2.3.4.", "1.2.3.4", HostKind::ipv4},
         // Fullwidth digits map to ASCII and then count as the address they spell.
-        {"\xef\xbc\x91\xef\xbc\x92\xef\xbc\x97.\xef\xbc\x90.\xef\xbc\x90.\xef\xbc\x91", "127.0.0.1",
-         HostKind::ipv4},
+        {"\xef\xbc\x91\xef\xbc\x92\xef\xbc\x97.\xef\xbc\x90.\xef\xbc\x90.\xef\xbc\x91", "127.0.0.1", HostKind::ipv4},
         // IPv6, bracketed or not, always printed in RFC 5952 form without brackets.
         {"[::1]", "::1", HostKind::ipv6},
         {"::1", "::1", HostKind::ipv6},
@@ -78,8 +77,8 @@ TEST(NormalizeHost, AcceptsAndCanonicalises) {
 }
 
 TEST(NormalizeHost, IsIdempotent) {
-    const std::vector<std::string> inputs = {"Example.COM.", "bücher.example", "[::FFFF:1.2.3.4]",
-                                             "127.0.0.1", "[2001:DB8::0:1]", "_x.Example"};
+    const std::vector<std::string> inputs = {"Example.COM.", "bücher.example",  "[::FFFF:1.2.3.4]",
+                                             "127.0.0.1",    "[2001:DB8::0:1]", "_x.Example"};
     for (const auto& raw : inputs) {
         SCOPED_TRACE(raw);
         HostResult once = normalize_host(raw);
@@ -204,9 +203,9 @@ TEST(NormalizeHost, Refuses) {
 }
 
 TEST(HostErrorText, EveryValueHasText) {
-    for (auto e : {HostError::empty, HostError::bad_character, HostError::label_too_long,
-                   HostError::name_too_long, HostError::bad_idn, HostError::ip_literal_form,
-                   HostError::bad_ipv6, HostError::ipv6_zone, HostError::bad_port, HostError::missing_port}) {
+    for (auto e : {HostError::empty, HostError::bad_character, HostError::label_too_long, HostError::name_too_long,
+                   HostError::bad_idn, HostError::ip_literal_form, HostError::bad_ipv6, HostError::ipv6_zone,
+                   HostError::bad_port, HostError::missing_port}) {
         EXPECT_FALSE(host_error_text(e).empty());
     }
     EXPECT_NE(host_error_text(HostError::ip_literal_form).find("dotted-quad"), std::string_view::npos);

@@ -66,10 +66,32 @@ TEST(DomainRuleParse, Accepts) {
 
 TEST(DomainRuleParse, RefusesWithAMessage) {
     const std::vector<std::string> cases = {
-        "", "*", "*.", "**.example.com", "*example.com", "api.*.com", "example.*", "*.*.example.com",
-        "example.com:0", "example.com:", "example.com:65536", "example.com:080", "example.com:https",
-        "1.2.3.4", "1.2.3.4:443", "127.1", "2130706433", "*.1.2.3.4", "[::1]", "::1", "[::1]:443",
-        "exa mple.com", "a..b", "example.com:443:443", "user@example.com", "*..example.com",
+        "",
+        "*",
+        "*.",
+        "**.example.com",
+        "*example.com",
+        "api.*.com",
+        "example.*",
+        "*.*.example.com",
+        "example.com:0",
+        "example.com:",
+        "example.com:65536",
+        "example.com:080",
+        "example.com:https",
+        "1.2.3.4",
+        "1.2.3.4:443",
+        "127.1",
+        "2130706433",
+        "*.1.2.3.4",
+        "[::1]",
+        "::1",
+        "[::1]:443",
+        "exa mple.com",
+        "a..b",
+        "example.com:443:443",
+        "user@example.com",
+        "*..example.com",
         ".example.com",
     };
     for (const auto& text : cases) {
@@ -97,12 +119,12 @@ TEST(DomainRuleMatch, ExactAndWildcard) {
     const std::vector<Case> cases = {
         {"api.example.com",
          {"api.example.com"},
-         {"example.com", "xapi.example.com", "evil.api.example.com", "api.example.com.evil.com",
-          "api.example.co", "api-example.com", "api.example.comx", "apiexample.com", ""}},
+         {"example.com", "xapi.example.com", "evil.api.example.com", "api.example.com.evil.com", "api.example.co",
+          "api-example.com", "api.example.comx", "apiexample.com", ""}},
         {"*.example.com",
          {"api.example.com", "a.b.example.com", "x.example.com", "_x.example.com"},
-         {"example.com", "evilexample.com", "api.example.com.evil.com", "example.com.evil.com",
-          "xexample.com", "com", "api.example.co", ".example.com", "example.comx", ""}},
+         {"example.com", "evilexample.com", "api.example.com.evil.com", "example.com.evil.com", "xexample.com", "com",
+          "api.example.co", ".example.com", "example.comx", ""}},
         {"*.com", {"example.com"}, {"com", "example.net", "excom"}},
     };
     for (const auto& c : cases) {
@@ -136,8 +158,7 @@ struct DestinationCase {
 void expect_destinations(const EgressPolicy& p, const std::vector<DestinationCase>& cases) {
     for (const auto& c : cases) {
         SCOPED_TRACE(c.authority + (c.kind == EgressKind::connect ? " CONNECT" : " http"));
-        EXPECT_EQ(deny_reason_name(check_destination(p, dest(c.authority), c.kind)),
-                  deny_reason_name(c.expected));
+        EXPECT_EQ(deny_reason_name(check_destination(p, dest(c.authority), c.kind)), deny_reason_name(c.expected));
     }
 }
 
@@ -146,43 +167,43 @@ TEST(CheckDestination, HttpsOnlyPolicy) {
     constexpr auto connect = EgressKind::connect;
     constexpr auto http = EgressKind::plain_http;
     expect_destinations(sample_policy(), {
-        {"api.example.com:443", connect, D::none},
-        {"API.EXAMPLE.COM.:443", connect, D::none},
-        {"api.example.com:80", connect, D::port_not_allowed},
-        {"api.example.com:8443", connect, D::port_not_allowed},
-        {"api.example.com:80", http, D::http_not_allowed},
-        {"example.com:443", connect, D::domain_not_allowed},
-        {"evil.api.example.com:443", connect, D::domain_not_allowed},
-        {"api.example.com.evil.com:443", connect, D::domain_not_allowed},
-        {"x.cdn.example.net:443", connect, D::none},
-        {"a.b.cdn.example.net:443", connect, D::none},
-        {"cdn.example.net:443", connect, D::domain_not_allowed},
-        {"evilcdn.example.net:443", connect, D::domain_not_allowed},
-        {"custom.example.org:8443", connect, D::none},
-        {"custom.example.org:443", connect, D::port_not_allowed},
-        {"x.wild.example:9000", connect, D::none},
-        {"x.wild.example:443", connect, D::port_not_allowed},
-        {"wild.example:9000", connect, D::domain_not_allowed},
-        {"metadata.google.internal:80", connect, D::domain_not_allowed},
-        {"metadata.google.internal:443", connect, D::domain_not_allowed},
-        {"localhost:443", connect, D::domain_not_allowed},
-        {"pypi.org:443", connect, D::domain_not_allowed},
-        // IP literals are allowed only through allowed_cidrs.
-        {"8.8.8.8:443", connect, D::none},
-        {"8.8.8.8:8443", connect, D::none},
-        {"[::ffff:8.8.8.8]:443", connect, D::none},
-        {"[2001:4860:4860::8888]:443", connect, D::none},
-        {"1.1.1.1:443", connect, D::ip_literal_not_allowed},
-        {"169.254.169.254:80", connect, D::ip_literal_not_allowed},
-        {"127.0.0.1:443", connect, D::ip_literal_not_allowed},
-        {"0.0.0.0:443", connect, D::ip_literal_not_allowed},
-        {"[::]:443", connect, D::ip_literal_not_allowed},
-        {"[::1]:443", connect, D::ip_literal_not_allowed},
-        {"[::ffff:169.254.169.254]:443", connect, D::ip_literal_not_allowed},
-        {"[::169.254.169.254]:443", connect, D::ip_literal_not_allowed},
-        {"[64:ff9b::a9fe:a9fe]:443", connect, D::ip_literal_not_allowed},
-        {"[2002:a9fe:a9fe::]:443", connect, D::ip_literal_not_allowed},
-    });
+                                             {"api.example.com:443", connect, D::none},
+                                             {"API.EXAMPLE.COM.:443", connect, D::none},
+                                             {"api.example.com:80", connect, D::port_not_allowed},
+                                             {"api.example.com:8443", connect, D::port_not_allowed},
+                                             {"api.example.com:80", http, D::http_not_allowed},
+                                             {"example.com:443", connect, D::domain_not_allowed},
+                                             {"evil.api.example.com:443", connect, D::domain_not_allowed},
+                                             {"api.example.com.evil.com:443", connect, D::domain_not_allowed},
+                                             {"x.cdn.example.net:443", connect, D::none},
+                                             {"a.b.cdn.example.net:443", connect, D::none},
+                                             {"cdn.example.net:443", connect, D::domain_not_allowed},
+                                             {"evilcdn.example.net:443", connect, D::domain_not_allowed},
+                                             {"custom.example.org:8443", connect, D::none},
+                                             {"custom.example.org:443", connect, D::port_not_allowed},
+                                             {"x.wild.example:9000", connect, D::none},
+                                             {"x.wild.example:443", connect, D::port_not_allowed},
+                                             {"wild.example:9000", connect, D::domain_not_allowed},
+                                             {"metadata.google.internal:80", connect, D::domain_not_allowed},
+                                             {"metadata.google.internal:443", connect, D::domain_not_allowed},
+                                             {"localhost:443", connect, D::domain_not_allowed},
+                                             {"pypi.org:443", connect, D::domain_not_allowed},
+                                             // IP literals are allowed only through allowed_cidrs.
+                                             {"8.8.8.8:443", connect, D::none},
+                                             {"8.8.8.8:8443", connect, D::none},
+                                             {"[::ffff:8.8.8.8]:443", connect, D::none},
+                                             {"[2001:4860:4860::8888]:443", connect, D::none},
+                                             {"1.1.1.1:443", connect, D::ip_literal_not_allowed},
+                                             {"169.254.169.254:80", connect, D::ip_literal_not_allowed},
+                                             {"127.0.0.1:443", connect, D::ip_literal_not_allowed},
+                                             {"0.0.0.0:443", connect, D::ip_literal_not_allowed},
+                                             {"[::]:443", connect, D::ip_literal_not_allowed},
+                                             {"[::1]:443", connect, D::ip_literal_not_allowed},
+                                             {"[::ffff:169.254.169.254]:443", connect, D::ip_literal_not_allowed},
+                                             {"[::169.254.169.254]:443", connect, D::ip_literal_not_allowed},
+                                             {"[64:ff9b::a9fe:a9fe]:443", connect, D::ip_literal_not_allowed},
+                                             {"[2002:a9fe:a9fe::]:443", connect, D::ip_literal_not_allowed},
+                                         });
 }
 
 HelloResult hello_naming(const std::string& name) { return HelloResult{HelloStatus::ok, name}; }
@@ -229,23 +250,22 @@ TEST(CheckDestination, HttpAllowed) {
     EgressPolicy p = sample_policy();
     p.allow_http = true;
     expect_destinations(p, {
-        {"api.example.com:80", http, D::none},
-        {"api.example.com:443", http, D::port_not_allowed},
-        {"api.example.com:443", connect, D::none},
-        {"api.example.com:80", connect, D::port_not_allowed},
-        {"custom.example.org:8443", http, D::none},
-        {"custom.example.org:80", http, D::port_not_allowed},
-        {"other.example:80", http, D::domain_not_allowed},
-        {"8.8.8.8:80", http, D::none},
-        {"10.0.0.1:80", http, D::ip_literal_not_allowed},
-    });
+                               {"api.example.com:80", http, D::none},
+                               {"api.example.com:443", http, D::port_not_allowed},
+                               {"api.example.com:443", connect, D::none},
+                               {"api.example.com:80", connect, D::port_not_allowed},
+                               {"custom.example.org:8443", http, D::none},
+                               {"custom.example.org:80", http, D::port_not_allowed},
+                               {"other.example:80", http, D::domain_not_allowed},
+                               {"8.8.8.8:80", http, D::none},
+                               {"10.0.0.1:80", http, D::ip_literal_not_allowed},
+                           });
 }
 
 TEST(CheckDestination, HttpsDisabled) {
     EgressPolicy p = sample_policy();
     p.allow_https = false;
-    EXPECT_EQ(check_destination(p, dest("api.example.com:443"), EgressKind::connect),
-              DenyReason::https_not_allowed);
+    EXPECT_EQ(check_destination(p, dest("api.example.com:443"), EgressKind::connect), DenyReason::https_not_allowed);
     EXPECT_EQ(check_destination(p, dest("8.8.8.8:443"), EgressKind::connect), DenyReason::https_not_allowed);
 }
 
@@ -256,43 +276,44 @@ TEST(CheckDestination, PackageManagerBundle) {
     EgressPolicy p;
     p.allow_package_managers = true;
     expect_destinations(p, {
-        {"pypi.org:443", connect, D::none},
-        {"files.pythonhosted.org:443", connect, D::none},
-        {"registry.npmjs.org:443", connect, D::none},
-        {"deb.debian.org:443", connect, D::none},
-        {"static.crates.io:443", connect, D::none},
-        {"proxy.golang.org:443", connect, D::none},
-        {"repo1.maven.org:443", connect, D::none},
-        {"pypi.org:80", connect, D::port_not_allowed},
-        {"pypi.org:8443", connect, D::port_not_allowed},
-        {"deb.debian.org:80", http, D::http_not_allowed},
-        {"evil.pypi.org:443", connect, D::domain_not_allowed},
-        {"pypi.org.evil.com:443", connect, D::domain_not_allowed},
-        {"pythonhosted.org:443", connect, D::domain_not_allowed},
-        {"github.com:443", connect, D::domain_not_allowed},
-    });
+                               {"pypi.org:443", connect, D::none},
+                               {"files.pythonhosted.org:443", connect, D::none},
+                               {"registry.npmjs.org:443", connect, D::none},
+                               {"deb.debian.org:443", connect, D::none},
+                               {"static.crates.io:443", connect, D::none},
+                               {"proxy.golang.org:443", connect, D::none},
+                               {"repo1.maven.org:443", connect, D::none},
+                               {"pypi.org:80", connect, D::port_not_allowed},
+                               {"pypi.org:8443", connect, D::port_not_allowed},
+                               {"deb.debian.org:80", http, D::http_not_allowed},
+                               {"evil.pypi.org:443", connect, D::domain_not_allowed},
+                               {"pypi.org.evil.com:443", connect, D::domain_not_allowed},
+                               {"pythonhosted.org:443", connect, D::domain_not_allowed},
+                               {"github.com:443", connect, D::domain_not_allowed},
+                           });
     p.allow_http = true;
     expect_destinations(p, {
-        {"deb.debian.org:80", http, D::none},
-        {"archive.ubuntu.com:80", http, D::none},
-        {"deb.debian.org:443", connect, D::none},
-    });
+                               {"deb.debian.org:80", http, D::none},
+                               {"archive.ubuntu.com:80", http, D::none},
+                               {"deb.debian.org:443", connect, D::none},
+                           });
     // A policy's own rule and the bundle are looked at together.
     p.allowed_domains = {rule("pypi.org:8443")};
     expect_destinations(p, {
-        {"pypi.org:8443", connect, D::none},
-        {"pypi.org:443", connect, D::none},
-        {"pypi.org:9999", connect, D::port_not_allowed},
-    });
+                               {"pypi.org:8443", connect, D::none},
+                               {"pypi.org:443", connect, D::none},
+                               {"pypi.org:9999", connect, D::port_not_allowed},
+                           });
 }
 
 TEST(PackageManagerDomains, ReviewableBundle) {
     const std::set<std::string> expected = {
-        "pypi.org", "files.pythonhosted.org", "registry.npmjs.org", "deb.debian.org",
-        "security.debian.org", "ftp.debian.org", "archive.ubuntu.com", "security.ubuntu.com",
-        "ports.ubuntu.com", "crates.io", "static.crates.io", "index.crates.io",
-        "proxy.golang.org", "sum.golang.org", "rubygems.org", "index.rubygems.org",
-        "repo.maven.apache.org", "repo1.maven.org",
+        "pypi.org",           "files.pythonhosted.org", "registry.npmjs.org",
+        "deb.debian.org",     "security.debian.org",    "ftp.debian.org",
+        "archive.ubuntu.com", "security.ubuntu.com",    "ports.ubuntu.com",
+        "crates.io",          "static.crates.io",       "index.crates.io",
+        "proxy.golang.org",   "sum.golang.org",         "rubygems.org",
+        "index.rubygems.org", "repo.maven.apache.org",  "repo1.maven.org",
     };
     const auto& bundle = package_manager_domains();
     std::set<std::string> hosts;
@@ -379,8 +400,8 @@ TEST(CheckAddress, AllowedCidrsOverrideTheClass) {
 // end: each is refused at parsing, at the name check or at the address check.
 TEST(SsrfLiterature, NeverReachesInternalAddresses) {
     const std::vector<std::string> refused_at_parse = {
-        "2852039166:80", "0xa9fea9fe:80", "0xa9.0xfe.0xa9.0xfe:80", "0251.0376.0251.0376:80",
-        "169.16689662:80", "127.1:80", "0x7f.1:80", "2130706433:80", "[fe80::1%25eth0]:80",
+        "2852039166:80", "0xa9fea9fe:80", "0xa9.0xfe.0xa9.0xfe:80", "0251.0376.0251.0376:80", "169.16689662:80",
+        "127.1:80",      "0x7f.1:80",     "2130706433:80",          "[fe80::1%25eth0]:80",
     };
     for (const auto& a : refused_at_parse) {
         SCOPED_TRACE(a);
@@ -390,9 +411,18 @@ TEST(SsrfLiterature, NeverReachesInternalAddresses) {
     p.allow_http = true;
     p.allowed_domains = {rule("*.example.com")};
     const std::vector<std::string> literals = {
-        "169.254.169.254:80", "0.0.0.0:80", "[::]:80", "[::1]:80", "[::ffff:169.254.169.254]:80",
-        "[::169.254.169.254]:80", "[64:ff9b::a9fe:a9fe]:80", "[2002:a9fe:a9fe::]:80",
-        "100.64.0.1:80", "10.0.0.1:80", "172.16.0.1:80", "192.168.0.1:80",
+        "169.254.169.254:80",
+        "0.0.0.0:80",
+        "[::]:80",
+        "[::1]:80",
+        "[::ffff:169.254.169.254]:80",
+        "[::169.254.169.254]:80",
+        "[64:ff9b::a9fe:a9fe]:80",
+        "[2002:a9fe:a9fe::]:80",
+        "100.64.0.1:80",
+        "10.0.0.1:80",
+        "172.16.0.1:80",
+        "192.168.0.1:80",
     };
     for (const auto& a : literals) {
         SCOPED_TRACE(a);
@@ -425,10 +455,18 @@ TEST(DenyReasonName, ExactContractNames) {
 }
 
 const std::vector<DenyReason> k_all_reasons = {
-    DenyReason::none, DenyReason::domain_not_allowed, DenyReason::port_not_allowed,
-    DenyReason::http_not_allowed, DenyReason::https_not_allowed, DenyReason::ip_literal_not_allowed,
-    DenyReason::private_address, DenyReason::metadata_address, DenyReason::loopback_address,
-    DenyReason::reserved_address, DenyReason::self_connection, DenyReason::resolve_failed,
+    DenyReason::none,
+    DenyReason::domain_not_allowed,
+    DenyReason::port_not_allowed,
+    DenyReason::http_not_allowed,
+    DenyReason::https_not_allowed,
+    DenyReason::ip_literal_not_allowed,
+    DenyReason::private_address,
+    DenyReason::metadata_address,
+    DenyReason::loopback_address,
+    DenyReason::reserved_address,
+    DenyReason::self_connection,
+    DenyReason::resolve_failed,
     DenyReason::session_required,
 };
 
@@ -439,10 +477,10 @@ TEST(DenyReasonAdvice, NamesTheConfigKey) {
         std::vector<std::string> contains;
     };
     const std::vector<Case> cases = {
-        {DenyReason::domain_not_allowed, "api.example.com:443",
+        {DenyReason::domain_not_allowed,
+         "api.example.com:443",
          {"\"api.example.com\"", "egress_policies.<policy>.allowed_domains"}},
-        {DenyReason::domain_not_allowed, "api.example.com:8443",
-         {"\"api.example.com:8443\"", "allowed_domains"}},
+        {DenyReason::domain_not_allowed, "api.example.com:8443", {"\"api.example.com:8443\"", "allowed_domains"}},
         {DenyReason::port_not_allowed, "api.example.com:8443", {"\"api.example.com:8443\"", "allowed_domains"}},
         {DenyReason::http_not_allowed, "api.example.com:80", {"allow_http"}},
         {DenyReason::https_not_allowed, "api.example.com:443", {"allow_https"}},

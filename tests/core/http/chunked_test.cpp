@@ -85,7 +85,7 @@ void expect_split_invariant(std::string_view in, const Decoded& whole, const Chu
 
 struct ValidBody {
     const char* name;
-    std::string input;    // the body, possibly followed by the next message
+    std::string input;  // the body, possibly followed by the next message
     std::string payload;
     std::size_t body_length;
 };
@@ -374,9 +374,15 @@ TEST(ChunkedDecoder, RandomInputIsSplitInvariant) {
             const std::size_t at = rng() % (s.size() + 1);
             const char c = alphabet[rng() % alphabet.size()];
             switch (rng() % 3) {
-            case 0: s.insert(s.begin() + static_cast<std::ptrdiff_t>(at), c); break;
-            case 1: if (at < s.size()) s[at] = c; break;
-            default: if (at < s.size()) s.erase(at, 1); break;
+                case 0:
+                    s.insert(s.begin() + static_cast<std::ptrdiff_t>(at), c);
+                    break;
+                case 1:
+                    if (at < s.size()) s[at] = c;
+                    break;
+                default:
+                    if (at < s.size()) s.erase(at, 1);
+                    break;
             }
         }
         return s;

@@ -39,38 +39,102 @@ const std::vector<ValidRequest>& valid_requests() {
     static const std::vector<ValidRequest> rows = {
         {"simple", "GET / HTTP/1.1\r\nHost: a.example\r\n\r\n", "GET", "/", 1, {{"Host", "a.example"}}, 0},
         {"http10 without host", "GET /x HTTP/1.0\r\n\r\n", "GET", "/x", 0, {}, 0},
-        {"absolute form", "GET http://a.example/p?q=1 HTTP/1.1\r\nHost: a.example\r\n\r\n", "GET",
-         "http://a.example/p?q=1", 1, {{"Host", "a.example"}}, 0},
-        {"authority form", "CONNECT a.example:443 HTTP/1.1\r\nHost: a.example:443\r\n\r\n", "CONNECT",
-         "a.example:443", 1, {{"Host", "a.example:443"}}, 0},
+        {"absolute form",
+         "GET http://a.example/p?q=1 HTTP/1.1\r\nHost: a.example\r\n\r\n",
+         "GET",
+         "http://a.example/p?q=1",
+         1,
+         {{"Host", "a.example"}},
+         0},
+        {"authority form",
+         "CONNECT a.example:443 HTTP/1.1\r\nHost: a.example:443\r\n\r\n",
+         "CONNECT",
+         "a.example:443",
+         1,
+         {{"Host", "a.example:443"}},
+         0},
         {"asterisk form", "OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n", "OPTIONS", "*", 1, {{"Host", "a"}}, 0},
         {"extension method", "M-SEARCH /x HTTP/1.1\r\nHost: a\r\n\r\n", "M-SEARCH", "/x", 1, {{"Host", "a"}}, 0},
-        {"ows trimmed", "GET / HTTP/1.1\r\nHost: a\r\nX-A:  \t v w \t \r\n\r\n", "GET", "/", 1,
-         {{"Host", "a"}, {"X-A", "v w"}}, 0},
-        {"no ows", "GET / HTTP/1.1\r\nHost:a\r\n\r\n", "GET", "/", 1, {{"Host", "a"}}, 0},
-        {"empty value", "GET / HTTP/1.1\r\nHost: a\r\nX-Empty:\r\nX-Blank:   \r\n\r\n", "GET", "/", 1,
-         {{"Host", "a"}, {"X-Empty", ""}, {"X-Blank", ""}}, 0},
-        {"obs-text in value", "GET / HTTP/1.1\r\nHost: a\r\nX-U: caf\xc3\xa9 \xff\r\n\r\n", "GET", "/", 1,
-         {{"Host", "a"}, {"X-U", "caf\xc3\xa9 \xff"}}, 0},
-        {"tab inside value", "GET / HTTP/1.1\r\nHost: a\r\nX-T: a\tb\r\n\r\n", "GET", "/", 1,
-         {{"Host", "a"}, {"X-T", "a\tb"}}, 0},
-        {"colon in value", "GET / HTTP/1.1\r\nHost: a:8443\r\n\r\n", "GET", "/", 1, {{"Host", "a:8443"}}, 0},
-        {"token specials in name", "GET / HTTP/1.1\r\nHost: a\r\nX!#$%&'*+-.^_`|~9: v\r\n\r\n", "GET", "/", 1,
-         {{"Host", "a"}, {"X!#$%&'*+-.^_`|~9", "v"}}, 0},
-        {"name case kept", "GET / HTTP/1.1\r\nhOsT: a\r\n\r\n", "GET", "/", 1, {{"hOsT", "a"}}, 0},
-        {"te with htab", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding:\tchunked\r\n\r\n", "POST", "/", 1,
-         {{"Host", "a"}, {"Transfer-Encoding", "chunked"}}, 0},
-        {"te trailing space", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked \r\n\r\n", "POST", "/", 1,
-         {{"Host", "a"}, {"Transfer-Encoding", "chunked"}}, 0},
-        {"pipelined request untouched",
-         "GET /1 HTTP/1.1\r\nHost: a\r\n\r\nGET /2 HTTP/1.1\r\nHost: a\r\n\r\n", "GET", "/1", 1, {{"Host", "a"}},
+        {"ows trimmed",
+         "GET / HTTP/1.1\r\nHost: a\r\nX-A:  \t v w \t \r\n\r\n",
+         "GET",
+         "/",
+         1,
+         {{"Host", "a"}, {"X-A", "v w"}},
          0},
-        {"body bytes untouched", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello\r\n\r\n", "POST",
-         "/", 1, {{"Host", "a"}, {"Content-Length", "5"}}, 0},
-        {"garbage after head untouched", "GET / HTTP/1.1\r\nHost: a\r\n\r\n\n\r\0\x01 junk"s, "GET", "/", 1,
-         {{"Host", "a"}}, 0},
-        {"repeated fields kept in order", "GET / HTTP/1.1\r\nHost: a\r\nX: 1\r\nx: 2\r\nX: 3\r\n\r\n", "GET", "/", 1,
-         {{"Host", "a"}, {"X", "1"}, {"x", "2"}, {"X", "3"}}, 0},
+        {"no ows", "GET / HTTP/1.1\r\nHost:a\r\n\r\n", "GET", "/", 1, {{"Host", "a"}}, 0},
+        {"empty value",
+         "GET / HTTP/1.1\r\nHost: a\r\nX-Empty:\r\nX-Blank:   \r\n\r\n",
+         "GET",
+         "/",
+         1,
+         {{"Host", "a"}, {"X-Empty", ""}, {"X-Blank", ""}},
+         0},
+        {"obs-text in value",
+         "GET / HTTP/1.1\r\nHost: a\r\nX-U: caf\xc3\xa9 \xff\r\n\r\n",
+         "GET",
+         "/",
+         1,
+         {{"Host", "a"}, {"X-U", "caf\xc3\xa9 \xff"}},
+         0},
+        {"tab inside value",
+         "GET / HTTP/1.1\r\nHost: a\r\nX-T: a\tb\r\n\r\n",
+         "GET",
+         "/",
+         1,
+         {{"Host", "a"}, {"X-T", "a\tb"}},
+         0},
+        {"colon in value", "GET / HTTP/1.1\r\nHost: a:8443\r\n\r\n", "GET", "/", 1, {{"Host", "a:8443"}}, 0},
+        {"token specials in name",
+         "GET / HTTP/1.1\r\nHost: a\r\nX!#$%&'*+-.^_`|~9: v\r\n\r\n",
+         "GET",
+         "/",
+         1,
+         {{"Host", "a"}, {"X!#$%&'*+-.^_`|~9", "v"}},
+         0},
+        {"name case kept", "GET / HTTP/1.1\r\nhOsT: a\r\n\r\n", "GET", "/", 1, {{"hOsT", "a"}}, 0},
+        {"te with htab",
+         "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding:\tchunked\r\n\r\n",
+         "POST",
+         "/",
+         1,
+         {{"Host", "a"}, {"Transfer-Encoding", "chunked"}},
+         0},
+        {"te trailing space",
+         "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked \r\n\r\n",
+         "POST",
+         "/",
+         1,
+         {{"Host", "a"}, {"Transfer-Encoding", "chunked"}},
+         0},
+        {"pipelined request untouched",
+         "GET /1 HTTP/1.1\r\nHost: a\r\n\r\nGET /2 HTTP/1.1\r\nHost: a\r\n\r\n",
+         "GET",
+         "/1",
+         1,
+         {{"Host", "a"}},
+         0},
+        {"body bytes untouched",
+         "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello\r\n\r\n",
+         "POST",
+         "/",
+         1,
+         {{"Host", "a"}, {"Content-Length", "5"}},
+         0},
+        {"garbage after head untouched",
+         "GET / HTTP/1.1\r\nHost: a\r\n\r\n\n\r\0\x01 junk"s,
+         "GET",
+         "/",
+         1,
+         {{"Host", "a"}},
+         0},
+        {"repeated fields kept in order",
+         "GET / HTTP/1.1\r\nHost: a\r\nX: 1\r\nx: 2\r\nX: 3\r\n\r\n",
+         "GET",
+         "/",
+         1,
+         {{"Host", "a"}, {"X", "1"}, {"x", "2"}, {"X", "3"}},
+         0},
     };
     return rows;
 }
@@ -108,8 +172,7 @@ TEST(HttpParserRequest, EveryStrictPrefixOfAValidHeadIsIncomplete) {
 
 TEST(HttpParserRequest, HeaderLookupIsCaseInsensitive) {
     RequestHead head;
-    ASSERT_EQ(parse_req("GET / HTTP/1.1\r\nhost: a\r\nCONTENT-length: 3\r\n\r\n", head).status,
-              ParseStatus::complete);
+    ASSERT_EQ(parse_req("GET / HTTP/1.1\r\nhost: a\r\nCONTENT-length: 3\r\n\r\n", head).status, ParseStatus::complete);
     EXPECT_EQ(head.get("Host"), "a");
     EXPECT_EQ(head.get("content-length"), "3");
     EXPECT_EQ(head.count("HOST"), 1u);
@@ -175,7 +238,10 @@ const std::vector<RejectedHead>& rejected_requests() {
         {"NUL at value end", "GET / HTTP/1.1\r\nHost: a\r\nX: v\0\r\n\r\n"s, 400},
         {"control in value", "GET / HTTP/1.1\r\nHost: a\r\nX: a\x01z\r\n\r\n", 400},
         {"escape in value", "GET / HTTP/1.1\r\nHost: a\r\nX: \x1b[31m\r\n\r\n", 400},
-        {"vertical tab in TE", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: \x0b" "chunked\r\n\r\n", 400},
+        {"vertical tab in TE",
+         "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: \x0b"
+         "chunked\r\n\r\n",
+         400},
         {"form feed in value", "GET / HTTP/1.1\r\nHost: a\r\nX: \x0c\r\n\r\n", 400},
         {"DEL in value", "GET / HTTP/1.1\r\nHost: a\r\nX: a\x7f\r\n\r\n", 400},
     };
@@ -207,10 +273,8 @@ TEST(HttpParserRequest, NoPrefixOfARejectedHeadCompletes) {
 TEST(HttpParserRequest, ErrorReasonsNeverEchoInput) {
     const std::string marker = "S3CR3T-MARKER";
     const std::vector<std::string> inputs = {
-        "GET /" + marker + "\x01 HTTP/1.1\r\n\r\n",
-        "GET / HTTP/1.1\r\n" + marker + " : x\r\n\r\n",
-        "GET / HTTP/1.1\r\nX: " + marker + "\0\r\n\r\n"s,
-        marker + " / HTTP/9.9\r\n\r\n",
+        "GET /" + marker + "\x01 HTTP/1.1\r\n\r\n",       "GET / HTTP/1.1\r\n" + marker + " : x\r\n\r\n",
+        "GET / HTTP/1.1\r\nX: " + marker + "\0\r\n\r\n"s, marker + " / HTTP/9.9\r\n\r\n",
         "GET / HTTP/1.1\r\nX: " + marker + "\n\r\n",
     };
     for (const std::string& in : inputs) {
@@ -388,7 +452,7 @@ TEST(HttpParserResponse, RejectsStrictForms) {
 
 struct FramingRow {
     const char* name;
-    std::string head;  // raw request or response head
+    std::string head;              // raw request or response head
     std::optional<BodyKind> kind;  // nullopt: refused
     std::uint64_t length = 0;
     std::string method = "GET";  // response rows only
@@ -464,10 +528,9 @@ TEST(HttpFraming, Request) {
 
 TEST(HttpFraming, RequestReasonsSayWhatIsWrong) {
     RequestHead head;
-    ASSERT_EQ(parse_req("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n",
-                        head)
-                  .status,
-              ParseStatus::complete);
+    ASSERT_EQ(
+        parse_req("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n", head).status,
+        ParseStatus::complete);
     EXPECT_EQ(request_framing(head).reason, "content-length with transfer-encoding");
 }
 
@@ -617,9 +680,15 @@ TEST(HttpParserRobustness, MutatedHeadsKeepInvariants) {
             const std::size_t at = rng() % (s.size() + 1);
             const char c = alphabet[rng() % alphabet.size()];
             switch (rng() % 3) {
-            case 0: s.insert(s.begin() + static_cast<std::ptrdiff_t>(at), c); break;
-            case 1: if (at < s.size()) s[at] = c; break;
-            default: if (at < s.size()) s.erase(at, 1); break;
+                case 0:
+                    s.insert(s.begin() + static_cast<std::ptrdiff_t>(at), c);
+                    break;
+                case 1:
+                    if (at < s.size()) s[at] = c;
+                    break;
+                default:
+                    if (at < s.size()) s.erase(at, 1);
+                    break;
             }
         }
         ParseResult previous;

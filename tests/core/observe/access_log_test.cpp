@@ -1,5 +1,5 @@
-#include "temp_dir.hpp"
 #include "vaultgate/observe/access_log.hpp"
+#include "temp_dir.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -21,9 +21,7 @@ using namespace std::chrono;
 using test::TempDir;
 
 // 2026-11-29T19:00:00.123Z
-system_clock::time_point spec_instant() {
-    return system_clock::time_point(seconds(1795978800)) + milliseconds(123);
-}
+system_clock::time_point spec_instant() { return system_clock::time_point(seconds(1795978800)) + milliseconds(123); }
 
 AccessLogEntry spec_entry() {
     AccessLogEntry e;
@@ -115,9 +113,11 @@ TEST(AccessLogTest, TimestampsWithinOneSecondAndAcrossSecondsAreEachRight) {
     AccessLogEntry e;
     // The date part is reused within a second; make sure a new second (and an
     // older one again) is formatted afresh.
-    for (auto [ms, text] : std::vector<std::pair<long long, std::string>>{
-             {1795978800123, "2026-11-29T19:00:00.123Z"}, {1795978800999, "2026-11-29T19:00:00.999Z"},
-             {1795978801000, "2026-11-29T19:00:01.000Z"}, {1795978800007, "2026-11-29T19:00:00.007Z"}}) {
+    for (auto [ms, text] :
+         std::vector<std::pair<long long, std::string>>{{1795978800123, "2026-11-29T19:00:00.123Z"},
+                                                        {1795978800999, "2026-11-29T19:00:00.999Z"},
+                                                        {1795978801000, "2026-11-29T19:00:01.000Z"},
+                                                        {1795978800007, "2026-11-29T19:00:00.007Z"}}) {
         e.ts = system_clock::time_point(milliseconds(ms));
         EXPECT_EQ(nlohmann::json::parse(to_json_line(e))["ts"], text);
     }
@@ -171,9 +171,7 @@ TEST(AccessLogTest, InvalidUtf8DoesNotThrow) {
 TEST(AccessLogTest, FileSinkAppendsLines) {
     TempDir dir;
     const auto path = dir.file("access.log");
-    {
-        std::ofstream(path) << "previous line\n";
-    }
+    { std::ofstream(path) << "previous line\n"; }
     {
         AccessLog log(path, 10);
         log.write(spec_entry());
@@ -286,7 +284,7 @@ TEST(AccessLogTest, NewFileIsNotWorldReadable) {
     TempDir dir;
     const auto path = dir.file("fresh.log");
     { AccessLog log(path); }
-    struct stat st{};
+    struct stat st {};
     ASSERT_EQ(::stat(path.c_str(), &st), 0);
     EXPECT_EQ(st.st_mode & 0007, 0u);
 }

@@ -1,13 +1,13 @@
-#include "temp_dir.hpp"
 #include "vaultgate/state/gateway_state.hpp"
+#include "temp_dir.hpp"
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace vaultgate {
 namespace {
@@ -128,8 +128,9 @@ vaults:
                              warnings);
     EXPECT_EQ(state->vaults.at("v").services.at(0).redaction, nullptr);
     ASSERT_EQ(warnings.size(), 1u);
-    EXPECT_EQ(warnings[0], "vault v: credential SHORT occurs in its redaction placeholder; requests to "
-                           "redacted.test are refused (502 redaction_unavailable)");
+    EXPECT_EQ(warnings[0],
+              "vault v: credential SHORT occurs in its redaction placeholder; requests to "
+              "redacted.test are refused (502 redaction_unavailable)");
 }
 
 // A redacted credential found in another credential's placeholder, or inside
@@ -159,10 +160,12 @@ vaults:
 )",
                              warnings);
     ASSERT_EQ(warnings.size(), 2u);
-    EXPECT_EQ(warnings[0], "vault v: credential INNER occurs inside credential OTHER; redacting responses of "
-                           "inner.test would leave the rest of OTHER");
-    EXPECT_EQ(warnings[1], "vault v: credential SHORT occurs in vaultgate-placeholder-OTHER, the placeholder of "
-                           "credential OTHER; redacted responses cannot tell the two apart");
+    EXPECT_EQ(warnings[0],
+              "vault v: credential INNER occurs inside credential OTHER; redacting responses of "
+              "inner.test would leave the rest of OTHER");
+    EXPECT_EQ(warnings[1],
+              "vault v: credential SHORT occurs in vaultgate-placeholder-OTHER, the placeholder of "
+              "credential OTHER; redacted responses cannot tell the two apart");
     for (const auto& w : warnings) {
         EXPECT_EQ(w.find("sk-inner"), std::string::npos) << w;
         EXPECT_EQ(w.find("prefix-"), std::string::npos) << w;
@@ -416,7 +419,6 @@ TEST(GatewayStateTest, HandBuiltConfigWithUnknownPolicyIsAnError) {
     EXPECT_THROW(build_state(c, warnings), ConfigError);
 }
 
-
 // Overlapping bindings of one session: the most specific wins, whatever the
 // order of the vaults (both sessions list them the other way round).
 const std::string overlap_yaml = R"(
@@ -470,12 +472,12 @@ TEST(BindingSpecificityTest, TheMostSpecificBindingWinsWhateverTheVaultOrder) {
         {"api.example.com", 443, "/v1", Coverage::covered, "broad/0"},          // "/v1/" does not cover it
         {"api.example.com", 443, "/other", Coverage::covered, "broad/0"},
         {"api.example.com", 443, "/v1/..;/admin", Coverage::covered, "broad/0"},  // only "/" covers it
-        {"x.example.com", 443, "/v1/x", Coverage::covered, "broad/1"},          // the wildcard alone
+        {"x.example.com", 443, "/v1/x", Coverage::covered, "broad/1"},            // the wildcard alone
         {"x.example.com", 443, "/other", Coverage::outside, nullptr},
         {"x.example.com", 443, "/other;x", Coverage::unclear_path, nullptr},
         {"x.example.com", 443, "/v1/..;/admin", Coverage::unclear_path, nullptr},
-        {"a.eu.example.com", 443, "/v1/x", Coverage::covered, "narrow/2"},      // the longer wildcard first
-        {"api.example.com", 8443, "/v1/x", Coverage::covered, "narrow/3"},      // the port must match
+        {"a.eu.example.com", 443, "/v1/x", Coverage::covered, "narrow/2"},  // the longer wildcard first
+        {"api.example.com", 8443, "/v1/x", Coverage::covered, "narrow/3"},  // the port must match
         {"api.example.com", 8443, "/v2", Coverage::outside, nullptr},
     };
     for (const char* session : {"default", "reversed"}) {
@@ -541,12 +543,9 @@ struct TieCase {
 TEST(BindingSpecificityTest, OnlyTheSameHostPatternPortAndPrefixTie) {
     ScopedEnv env("VG_TEST_ROUTE_KEY", "sk-route-secret");
     const TieCase cases[] = {
-        {"api.example.com", 443, "/v1/", true},
-        {"api.example.com", 8443, "/v1/", false},
-        {"api.example.com", 443, "/v1", false},
-        {"api.example.com", 443, "/", false},
-        {"*.example.com", 443, "/v1/", false},
-        {"other.example.com", 443, "/v1/", false},
+        {"api.example.com", 443, "/v1/", true}, {"api.example.com", 8443, "/v1/", false},
+        {"api.example.com", 443, "/v1", false}, {"api.example.com", 443, "/", false},
+        {"*.example.com", 443, "/v1/", false},  {"other.example.com", 443, "/v1/", false},
     };
     for (const auto& c : cases) {
         Config config = tied_config();
@@ -591,15 +590,10 @@ TEST(SessionForSourceTest, TheNarrowestRangeWinsAndEqualRangesGiveNone) {
     st.default_session = "default";
 
     const SourceCase cases[] = {
-        {"10.1.2.3", "ses_c_narrow"},
-        {"::ffff:10.1.2.3", "ses_c_narrow"},   // the IPv4-mapped spelling is the same client
-        {"10.1.3.1", "ses_b_mid"},
-        {"10.2.0.1", "ses_a_wide"},
-        {"10.9.9.9", "ses_h_host"},
-        {"192.168.5.7", nullptr},              // two sessions with one range: neither
-        {"fd00:1::5", "ses_g_v6"},
-        {"fd00:2::5", "ses_f_v6"},
-        {"172.16.0.1", "default"},
+        {"10.1.2.3", "ses_c_narrow"}, {"::ffff:10.1.2.3", "ses_c_narrow"},  // the IPv4-mapped spelling is the same client
+        {"10.1.3.1", "ses_b_mid"},    {"10.2.0.1", "ses_a_wide"},          {"10.9.9.9", "ses_h_host"},
+        {"192.168.5.7", nullptr},  // two sessions with one range: neither
+        {"fd00:1::5", "ses_g_v6"},    {"fd00:2::5", "ses_f_v6"},           {"172.16.0.1", "default"},
     };
     const auto now = std::chrono::system_clock::now();
     for (const auto& c : cases) {

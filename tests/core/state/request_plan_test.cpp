@@ -1,5 +1,5 @@
-#include "temp_dir.hpp"
 #include "vaultgate/state/request_plan.hpp"
+#include "temp_dir.hpp"
 
 #include <gtest/gtest.h>
 
@@ -53,9 +53,10 @@ protected:
 };
 
 TEST_F(RequestPlanTest, ACoveredPathIsPlannedWithItsBindingAndAnEndToEndHead) {
-    auto d = bound("POST https://api.example.com/api/x?q=1 HTTP/1.1\r\nHost: api.example.com\r\n"
-                   "Proxy-Authorization: Basic eDp5\r\nConnection: keep-alive, X-Hop\r\nX-Hop: 1\r\n"
-                   "Content-Length: 3\r\nExpect: 100-continue\r\n\r\n");
+    auto d = bound(
+        "POST https://api.example.com/api/x?q=1 HTTP/1.1\r\nHost: api.example.com\r\n"
+        "Proxy-Authorization: Basic eDp5\r\nConnection: keep-alive, X-Hop\r\nX-Hop: 1\r\n"
+        "Content-Length: 3\r\nExpect: 100-continue\r\n\r\n");
     ASSERT_FALSE(d.refusal);
     const RequestPlan& plan = d.plan;
     ASSERT_TRUE(plan.binding);

@@ -40,13 +40,17 @@ TEST(JsonTextTest, EveryInvalidByteBecomesTheReplacementCharacter) {
     struct Case {
         std::string in, out;
     } cases[] = {
-        {"a\xFF" "b", "a" + fffd + "b"},                       // never valid
-        {"\xC3", fffd},                                         // truncated
-        {"\xC0\xAF", fffd + fffd},                              // overlong '/'
-        {"\xE0\x80\xAF", fffd + fffd + fffd},                   // overlong, 3 bytes
-        {"\xED\xA0\x80", fffd + fffd + fffd},                   // a UTF-16 surrogate
-        {"\xF4\x90\x80\x80", fffd + fffd + fffd + fffd},        // above U+10FFFF
-        {"\x80" "x", fffd + "x"},                               // a stray continuation byte
+        {"a\xFF"
+         "b",
+         "a" + fffd + "b"},                               // never valid
+        {"\xC3", fffd},                                   // truncated
+        {"\xC0\xAF", fffd + fffd},                        // overlong '/'
+        {"\xE0\x80\xAF", fffd + fffd + fffd},             // overlong, 3 bytes
+        {"\xED\xA0\x80", fffd + fffd + fffd},             // a UTF-16 surrogate
+        {"\xF4\x90\x80\x80", fffd + fffd + fffd + fffd},  // above U+10FFFF
+        {"\x80"
+         "x",
+         fffd + "x"},  // a stray continuation byte
     };
     for (const auto& c : cases) {
         EXPECT_EQ(as_json(c.in), "\"" + c.out + "\"");

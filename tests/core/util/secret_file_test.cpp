@@ -1,8 +1,8 @@
 // The one reader of secret files: the caller's whitespace rule, the size cap,
 // regular files only unless the caller takes pipes, and errors that name the
 // path and never the content.
-#include "temp_dir.hpp"
 #include "vaultgate/util/secret_file.hpp"
+#include "temp_dir.hpp"
 
 #include <gtest/gtest.h>
 
@@ -71,8 +71,7 @@ TEST(SecretFile, AFifoIsRefusedWithoutHangingUnlessPipesAreTaken) {
     ASSERT_EQ(::pipe(fds), 0);
     ASSERT_EQ(::write(fds[1], "tok\n", 4), 4);
     ::close(fds[1]);
-    EXPECT_EQ(read_secret_file("/dev/fd/" + std::to_string(fds[0]), {64, Whitespace::drop_line_ending, false}),
-              "tok");
+    EXPECT_EQ(read_secret_file("/dev/fd/" + std::to_string(fds[0]), {64, Whitespace::drop_line_ending, false}), "tok");
     ::close(fds[0]);
 }
 

@@ -312,8 +312,7 @@ TEST(FileStoreCrash, KilledWriterLeavesOneWholeState) {
         }
         // A short random spin moves the kill point around within a save.
         const auto spin = std::chrono::microseconds(rng() % 300);
-        for (const auto t0 = std::chrono::steady_clock::now(); std::chrono::steady_clock::now() - t0 < spin;) {
-        }
+        for (const auto t0 = std::chrono::steady_clock::now(); std::chrono::steady_clock::now() - t0 < spin;) {}
         ::kill(pid, SIGKILL);
         int status = 0;
         ::waitpid(pid, &status, 0);

@@ -131,8 +131,9 @@ TEST(MasterKey, SystemdCredential) {
 
 TEST(MasterKey, NoSourceIsAnError) {
     KeyEnv guard;
-    EXPECT_EQ(key_error(std::nullopt),
-              "no master key: set store.master_key_file, VAULTGATE_MASTER_KEY, or a systemd credential named master-key");
+    EXPECT_EQ(
+        key_error(std::nullopt),
+        "no master key: set store.master_key_file, VAULTGATE_MASTER_KEY, or a systemd credential named master-key");
     // A credentials directory without master-key is the same as none.
     const TempDir dir;
     guard.credentials.set(dir.path());

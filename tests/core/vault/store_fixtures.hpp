@@ -7,11 +7,11 @@
 
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
 #include <openssl/core_names.h>
 #include <openssl/evp.h>
 #include <openssl/kdf.h>
 #include <openssl/params.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <fstream>
@@ -259,9 +259,10 @@ inline std::string encrypted_store_file(const Secret& master, const std::string&
     EVP_CIPHER_CTX* ctx = EVP_CIPHER_CTX_new();
     EXPECT_EQ(EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), nullptr, key, u + 9), 1);
     EXPECT_EQ(EVP_EncryptUpdate(ctx, nullptr, &n, u, static_cast<int>(file.size())), 1);
-    EXPECT_EQ(EVP_EncryptUpdate(ctx, reinterpret_cast<unsigned char*>(cipher.data()), &n,
-                                reinterpret_cast<const unsigned char*>(payload.data()), static_cast<int>(payload.size())),
-              1);
+    EXPECT_EQ(
+        EVP_EncryptUpdate(ctx, reinterpret_cast<unsigned char*>(cipher.data()), &n,
+                          reinterpret_cast<const unsigned char*>(payload.data()), static_cast<int>(payload.size())),
+        1);
     EXPECT_EQ(EVP_EncryptFinal_ex(ctx, tag, &n), 1);
     EXPECT_EQ(EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, sizeof tag, tag), 1);
     EVP_CIPHER_CTX_free(ctx);

@@ -245,10 +245,10 @@ TEST_F(AdminGuardTest, BootstrapRefusesToBindASecretToTheMetadataAddress) {
     constexpr const char* secret = "sk-bootstrap-METADATA-0123456789";
     proc_->forbid_in_stderr(secret);
     const auto env = json{{"METADATA_URL", "https://169.254.169.254"}, {"METADATA_API_KEY", secret}}.dump();
-    auto boot = run_command({VAULTGATE_BINARY, "bootstrap", "--admin",
-                             "http://127.0.0.1:" + std::to_string(admin_port()), "--token-file",
-                             dir_.file("admin.token"), "--vault", "meta", "--format", "json"},
-                            env);
+    auto boot =
+        run_command({VAULTGATE_BINARY, "bootstrap", "--admin", "http://127.0.0.1:" + std::to_string(admin_port()),
+                     "--token-file", dir_.file("admin.token"), "--vault", "meta", "--format", "json"},
+                    env);
     EXPECT_NE(boot.exit_code, 0) << boot.out;
     EXPECT_NE(boot.err.find("forbidden_address"), std::string::npos) << boot.err;
     EXPECT_NE(boot.err.find("169.254.169.254 is a cloud metadata address"), std::string::npos) << boot.err;

@@ -36,12 +36,23 @@ protected:
 
     std::string config_yaml(const std::string& extra = "") const {
         return "listen:\n  proxy: 127.0.0.1:0\n  admin: 127.0.0.1:0\n"
-               "ca:\n  cert: " + pki_.proxy_ca_cert + "\n  key: " + pki_.proxy_ca_key + "\n"
-               "upstream:\n  ca_file: " + pki_.upstream_ca_cert + "\n  resolve:\n    api.bound.test: 127.0.0.1\n"
-               "store:\n  path: " + dir_.file("vaultgate.db") + "\n  master_key_file: " + dir_.file("master.key") + "\n"
-               "admin:\n  token_file: " + dir_.file("admin.token") + "\n"
-               "log:\n  access: " + dir_.file("access.log") + "\n  level: info\n"
-               "egress_policies:\n  default:\n    allowed_domains: []\n" + extra;
+               "ca:\n  cert: " +
+               pki_.proxy_ca_cert + "\n  key: " + pki_.proxy_ca_key +
+               "\n"
+               "upstream:\n  ca_file: " +
+               pki_.upstream_ca_cert +
+               "\n  resolve:\n    api.bound.test: 127.0.0.1\n"
+               "store:\n  path: " +
+               dir_.file("vaultgate.db") + "\n  master_key_file: " + dir_.file("master.key") +
+               "\n"
+               "admin:\n  token_file: " +
+               dir_.file("admin.token") +
+               "\n"
+               "log:\n  access: " +
+               dir_.file("access.log") +
+               "\n  level: info\n"
+               "egress_policies:\n  default:\n    allowed_domains: []\n" +
+               extra;
     }
 
     void start() {
@@ -259,7 +270,7 @@ TEST_F(AdminTest, MemoryGivenBackByQuietConnectionsIsNotKeptForNewOnes) {
     }
     EXPECT_TRUE(upstream_closed);
     EXPECT_EQ(seen_max, 0);
-    get_one();   // the quiet connection still works: its buffers come back
+    get_one();  // the quiet connection still works: its buffers come back
 }
 
 TEST_F(AdminTest, MissingOrWrongProxyAuthorizationGets407) {
@@ -404,10 +415,10 @@ TEST_F(AdminTest, ServerAndCliAgreeOnATokenFileWithWhitespaceAroundTheToken) {
     start();
     auto r = admin_request(proc_->admin_port(), "GET", "/v1/vaults", admin_token, "");
     EXPECT_EQ(r.status, 200) << r.body;
-    auto listed = run_command({VAULTGATE_BINARY, "vault", "list", "--admin",
-                               "http://127.0.0.1:" + std::to_string(proc_->admin_port()), "--token-file",
-                               dir_.file("admin.token")},
-                              "");
+    auto listed = run_command(
+        {VAULTGATE_BINARY, "vault", "list", "--admin", "http://127.0.0.1:" + std::to_string(proc_->admin_port()),
+         "--token-file", dir_.file("admin.token")},
+        "");
     EXPECT_EQ(listed.exit_code, 0) << listed.err;
 }
 
@@ -567,7 +578,8 @@ TEST_F(AdminTest, AShortTokenFileStopsTheStartWithoutShowingTheToken) {
 
 TEST_F(AdminTest, TcpAdminWithoutTokenFileIsAConfigError) {
     auto yaml = config_yaml();
-    yaml.replace(yaml.find("admin:\n  token_file"), std::string("admin:\n  token_file: " + dir_.file("admin.token") + "\n").size(), "");
+    yaml.replace(yaml.find("admin:\n  token_file"),
+                 std::string("admin:\n  token_file: " + dir_.file("admin.token") + "\n").size(), "");
     auto path = dir_.write("no-token.yaml", yaml);
     ServeProcess bad(path);
     EXPECT_FALSE(bad.started());

@@ -6,10 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <netinet/in.h>
 #include <unistd.h>
 
 #include <charconv>
@@ -126,9 +126,8 @@ ListenAddress unix_address(const std::string& path) {
 }
 
 const std::pair<int, const char*> handler_statuses[] = {
-    {200, "HTTP/1.1 200 OK"},          {201, "HTTP/1.1 201 Created"},
-    {204, "HTTP/1.1 204 No Content"},  {400, "HTTP/1.1 400 Bad Request"},
-    {404, "HTTP/1.1 404 Not Found"},   {405, "HTTP/1.1 405 Method Not Allowed"},
+    {200, "HTTP/1.1 200 OK"},          {201, "HTTP/1.1 201 Created"},   {204, "HTTP/1.1 204 No Content"},
+    {400, "HTTP/1.1 400 Bad Request"}, {404, "HTTP/1.1 404 Not Found"}, {405, "HTTP/1.1 405 Method Not Allowed"},
 };
 
 TEST(AdminWire, EveryStatusLineCarriesItsReasonPhraseOverTcp) {
@@ -165,7 +164,7 @@ TEST(AdminWire, TheUnixSocketAnswersTheSameWithoutAToken) {
     TempDir dir;
     const std::string path = dir.file("admin.sock");
     ListenerUnderTest listener(unix_address(path), std::nullopt);
-    struct stat st{};
+    struct stat st {};
     ASSERT_EQ(::stat(path.c_str(), &st), 0);
     EXPECT_EQ(st.st_mode & 0777, 0600u);
     for (const auto& [status, line] : handler_statuses) {
@@ -176,7 +175,8 @@ TEST(AdminWire, TheUnixSocketAnswersTheSameWithoutAToken) {
             EXPECT_EQ(body_of(reply), "");
         }
     }
-    const auto too_large = unix_exchange(path, request_for("POST", "/status/201", false, "Content-Length: 2000000\r\n"));
+    const auto too_large =
+        unix_exchange(path, request_for("POST", "/status/201", false, "Content-Length: 2000000\r\n"));
     EXPECT_EQ(status_line(too_large), "HTTP/1.1 413 Payload Too Large") << too_large;
 }
 
@@ -187,12 +187,11 @@ TEST(AdminWire, FramingThatTheProxyWouldRefuseGets400BadFraming) {
     for (const std::string& head : {
              "POST /status/201 HTTP/1.1\r\nConnection: close\r\n" + auth + "\r\n",
              "POST /status/201 HTTP/1.1\r\nHost: a\r\nHost: b\r\nConnection: close\r\n" + auth + "\r\n",
-             "POST /status/201 HTTP/1.1\r\nHost: a\r\nContent-Length: 2, 2\r\nConnection: close\r\n" + auth +
-                 "\r\nab",
+             "POST /status/201 HTTP/1.1\r\nHost: a\r\nContent-Length: 2, 2\r\nConnection: close\r\n" + auth + "\r\nab",
              "POST /status/201 HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\nContent-Length: 2\r\n"
-             "Connection: close\r\n" + auth + "\r\nab",
-             "POST /status/201 HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\nConnection: close\r\n" + auth +
-                 "\r\n",
+             "Connection: close\r\n" +
+                 auth + "\r\nab",
+             "POST /status/201 HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\nConnection: close\r\n" + auth + "\r\n",
          }) {
         const auto reply = tcp_exchange(listener.port(), head);
         EXPECT_EQ(status_line(reply), "HTTP/1.1 400 Bad Request") << head;
@@ -203,12 +202,13 @@ TEST(AdminWire, FramingThatTheProxyWouldRefuseGets400BadFraming) {
 TEST(AdminWire, TheQueryIsFormDecodedAndThePathKeptAsSent) {
     std::optional<AdminRequest> seen;
     net::asio::io_context ioc{1};
-    net::AdminListener listener(ioc, tcp_address(),
-                                [&seen](const AdminRequest& r) {
-                                    seen = r;
-                                    return AdminResponse{};
-                                },
-                                std::string(token), net::AdminLimits{});
+    net::AdminListener listener(
+        ioc, tcp_address(),
+        [&seen](const AdminRequest& r) {
+            seen = r;
+            return AdminResponse{};
+        },
+        std::string(token), net::AdminLimits{});
     listener.start();
     std::thread thread([&ioc] { ioc.run(); });
     const auto reply = tcp_exchange(listener.tcp_endpoint()->port(),

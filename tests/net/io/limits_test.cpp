@@ -189,8 +189,8 @@ TEST_F(LimitsTest, PooledUpstreamConnectionsCountAgainstTheDescriptorBudget) {
     const std::string get = "GET /echo HTTP/1.1\r\nHost: " + bound_authority() + "\r\n";
     // Three exchanges in flight at once need three upstream connections (the
     // origin holds /sse open until released).
-    auto clients = hold_sse_exchanges(bound_, 3, [this] { return open_bound(); },
-                                      "GET /sse HTTP/1.1\r\nHost: " + bound_authority() + "\r\n\r\n");
+    auto clients = hold_sse_exchanges(
+        bound_, 3, [this] { return open_bound(); }, "GET /sse HTTP/1.1\r\nHost: " + bound_authority() + "\r\n\r\n");
     finish_sse_exchanges(bound_, clients);
     // Between requests each client lends its upstream connection to the pool.
     // The clients' own places in the budget cover them, so all three are

@@ -31,9 +31,7 @@ protected:
         proxy_ = std::make_unique<ProxyUnderTest>(yaml);
     }
 
-    void TearDown() override {
-        EXPECT_EQ(stop_and_read_access_log(proxy_).find(test_secret), std::string::npos);
-    }
+    void TearDown() override { EXPECT_EQ(stop_and_read_access_log(proxy_).find(test_secret), std::string::npos); }
 
     std::string add_domains(const std::string& yaml, const std::string& domains) const {
         if (domains.empty()) return yaml;
@@ -82,8 +80,8 @@ TEST_F(EgressTest, IpLiteralOutsideAllowedCidrsIsRefused) {
 
 TEST_F(EgressTest, NonCanonicalIpFormsAre400NotResolved) {
     start("");
-    for (const char* target : {"2130706433:443", "0x7f.0.0.1:443", "0177.0.0.1:443", "127.1:443",
-                               "0xa9fea9fe:80", "169.16689662:80"}) {
+    for (const char* target :
+         {"2130706433:443", "0x7f.0.0.1:443", "0177.0.0.1:443", "127.1:443", "0xa9fea9fe:80", "169.16689662:80"}) {
         auto head = connect(target);
         EXPECT_EQ(head.rfind("HTTP/1.1 400", 0), 0u) << target << head;
     }
@@ -160,8 +158,8 @@ TEST_F(EgressTest, LoopThroughTheProxyNeverReachesTheDefaultSessionsVault) {
     sandbox.policy = state->sessions.at("default").policy;
     state->sessions.emplace(sandbox.id, sandbox);
     proxy_->server().replace_state(state);
-    const std::string auth =
-        "Proxy-Authorization: Basic " + base64_encode("ses_sandbox:sandbox-token", Base64Alphabet::standard, true) + "\r\n";
+    const std::string auth = "Proxy-Authorization: Basic " +
+                             base64_encode("ses_sandbox:sandbox-token", Base64Alphabet::standard, true) + "\r\n";
 
     for (const std::string host : {"0.0.0.0", "[::ffff:0.0.0.0]", "[::]"}) {
         SCOPED_TRACE(host);
@@ -241,9 +239,10 @@ TEST_F(PlainHttpTest, ForwardedWhenAllowedAndNeverInjected) {
                             "\"plain.test:" + std::to_string(plain_.port()) + "\"");
     yaml = replace_all(yaml, "    other.test: 127.0.0.1\n", "    other.test: 127.0.0.1\n    plain.test: 127.0.0.1\n");
     proxy_ = std::make_unique<ProxyUnderTest>(yaml);
-    auto res = run_command({"curl", "-sS", "--max-time", "20", "-x", "http://127.0.0.1:" + std::to_string(proxy_->port()),
-                            "-H", "x-api-key: placeholder", "-H", "Proxy-Connection: keep-alive", "-H", "Proxy-Foo: bar",
-                            "http://plain.test:" + std::to_string(plain_.port()) + "/echo?q=1"});
+    auto res =
+        run_command({"curl", "-sS", "--max-time", "20", "-x", "http://127.0.0.1:" + std::to_string(proxy_->port()),
+                     "-H", "x-api-key: placeholder", "-H", "Proxy-Connection: keep-alive", "-H", "Proxy-Foo: bar",
+                     "http://plain.test:" + std::to_string(plain_.port()) + "/echo?q=1"});
     EXPECT_EQ(res.exit_code, 0) << res.err;
     EXPECT_EQ(res.out, "ok");
     auto reqs = plain_.requests();
@@ -303,7 +302,8 @@ TEST_F(PlainHttpTest, AMalformedRequestLineIsLoggedWithoutItsBytes) {
     EXPECT_TRUE(eventually([&] {
         const auto text = proxy_->access_log_text();
         std::size_t lines = 0;
-        for (std::size_t pos = 0; (pos = text.find("\"reason\":\"malformed_request\"", pos)) != std::string::npos; ++pos)
+        for (std::size_t pos = 0; (pos = text.find("\"reason\":\"malformed_request\"", pos)) != std::string::npos;
+             ++pos)
             ++lines;
         return lines == 3;
     })) << proxy_->access_log_text();

@@ -8,10 +8,10 @@ namespace {
 
 TEST_F(MitmTest, AllowedHostIsTunnelledWithItsOwnCertificateAndThePlaceholder) {
     // Trusting only the upstream CA proves the client saw other.test's own certificate.
-    auto res = run_command({"curl", "-sS", "--max-time", "20", "--proxy",
-                            "http://127.0.0.1:" + std::to_string(proxy_->port()), "--cacert", pki_.upstream_ca_cert,
-                            "-H", "x-api-key: placeholder",
-                            "https://other.test:" + std::to_string(other_.port()) + "/echo"});
+    auto res =
+        run_command({"curl", "-sS", "--max-time", "20", "--proxy", "http://127.0.0.1:" + std::to_string(proxy_->port()),
+                     "--cacert", pki_.upstream_ca_cert, "-H", "x-api-key: placeholder",
+                     "https://other.test:" + std::to_string(other_.port()) + "/echo"});
     EXPECT_EQ(res.exit_code, 0) << res.err;
     EXPECT_EQ(res.out, "ok");
     auto reqs = other_.requests();
@@ -39,8 +39,10 @@ TEST_F(MitmTest, DeniedHostGets403AndNoConnection) {
 
 TEST_F(MitmTest, BytesPipelinedAfterARefusedConnectAreNeverForwarded) {
     RawClient c(proxy_->port());
-    auto head = c.send_plain("CONNECT denied.test:443 HTTP/1.1\r\nHost: denied.test:443\r\n\r\n"
-                             "CONNECT other.test:" + std::to_string(other_.port()) + " HTTP/1.1\r\n\r\n");
+    auto head = c.send_plain(
+        "CONNECT denied.test:443 HTTP/1.1\r\nHost: denied.test:443\r\n\r\n"
+        "CONNECT other.test:" +
+        std::to_string(other_.port()) + " HTTP/1.1\r\n\r\n");
     EXPECT_EQ(head.rfind("HTTP/1.1 403", 0), 0u) << head;
     EXPECT_TRUE(c.closed_by_peer());
     EXPECT_EQ(other_.connections(), 0u);
@@ -86,8 +88,8 @@ TEST_F(MitmTest, HostPortWithLeadingZeroIs400) {
 
 TEST_F(MitmTest, AbsoluteFormToAnotherAuthorityIsRefused) {
     auto c = open_bound();
-    c->write("GET https://other.test:" + std::to_string(other_.port()) + "/echo HTTP/1.1\r\nHost: " +
-             bound_authority() + "\r\n\r\n");
+    c->write("GET https://other.test:" + std::to_string(other_.port()) +
+             "/echo HTTP/1.1\r\nHost: " + bound_authority() + "\r\n\r\n");
     auto r = c->read_response();
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 421);
@@ -126,26 +128,35 @@ TEST_P(SmugglingTest, Gets400ClosesAndTheUpstreamSeesNoBytes) {
 INSTANTIATE_TEST_SUITE_P(
     Vectors, SmugglingTest,
     ::testing::Values(
-        SmugglingCase{"cl_and_te", "POST /echo HTTP/1.1\r\nHost: {HOST}\r\nContent-Length: 4\r\n"
-                                   "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\nsmuggled"},
+        SmugglingCase{"cl_and_te",
+                      "POST /echo HTTP/1.1\r\nHost: {HOST}\r\nContent-Length: 4\r\n"
+                      "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\nsmuggled"},
         SmugglingCase{"te_xchunked", "POST /echo HTTP/1.1\r\nHost: {HOST}\r\nTransfer-Encoding: xchunked\r\n\r\n"},
         SmugglingCase{"te_list", "POST /echo HTTP/1.1\r\nHost: {HOST}\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"},
-        SmugglingCase{"te_twice", "POST /echo HTTP/1.1\r\nHost: {HOST}\r\nTransfer-Encoding: chunked\r\n"
-                                  "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"},
-        SmugglingCase{"te_space_before_colon", "POST /echo HTTP/1.1\r\nHost: {HOST}\r\nTransfer-Encoding : chunked\r\n\r\n"},
-        SmugglingCase{"te_on_http10", "POST /echo HTTP/1.0\r\nHost: {HOST}\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"},
-        SmugglingCase{"two_content_lengths", "POST /echo HTTP/1.1\r\nHost: {HOST}\r\nContent-Length: 3\r\n"
-                                             "Content-Length: 4\r\n\r\nsmug"},
+        SmugglingCase{"te_twice",
+                      "POST /echo HTTP/1.1\r\nHost: {HOST}\r\nTransfer-Encoding: chunked\r\n"
+                      "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"},
+        SmugglingCase{"te_space_before_colon",
+                      "POST /echo HTTP/1.1\r\nHost: {HOST}\r\nTransfer-Encoding : chunked\r\n\r\n"},
+        SmugglingCase{"te_on_http10",
+                      "POST /echo HTTP/1.0\r\nHost: {HOST}\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"},
+        SmugglingCase{"two_content_lengths",
+                      "POST /echo HTTP/1.1\r\nHost: {HOST}\r\nContent-Length: 3\r\n"
+                      "Content-Length: 4\r\n\r\nsmug"},
         SmugglingCase{"content_length_list", "POST /echo HTTP/1.1\r\nHost: {HOST}\r\nContent-Length: 4, 4\r\n\r\nsmug"},
         SmugglingCase{"content_length_plus", "POST /echo HTTP/1.1\r\nHost: {HOST}\r\nContent-Length: +4\r\n\r\nsmug"},
-        SmugglingCase{"bad_chunk_size", "POST /echo HTTP/1.1\r\nHost: {HOST}\r\nTransfer-Encoding: chunked\r\n\r\n"
-                                        "zz\r\nsmuggled\r\n0\r\n\r\n"},
-        SmugglingCase{"chunk_size_0x", "POST /echo HTTP/1.1\r\nHost: {HOST}\r\nTransfer-Encoding: chunked\r\n\r\n"
-                                       "0x5\r\nhello\r\n0\r\n\r\n"},
-        SmugglingCase{"chunk_size_overflow", "POST /echo HTTP/1.1\r\nHost: {HOST}\r\nTransfer-Encoding: chunked\r\n\r\n"
-                                             "fffffffffffffffff1\r\nsmuggled\r\n0\r\n\r\n"},
-        SmugglingCase{"chunk_bare_lf", "POST /echo HTTP/1.1\r\nHost: {HOST}\r\nTransfer-Encoding: chunked\r\n\r\n"
-                                       "5\nhello\r\n0\r\n\r\n"},
+        SmugglingCase{"bad_chunk_size",
+                      "POST /echo HTTP/1.1\r\nHost: {HOST}\r\nTransfer-Encoding: chunked\r\n\r\n"
+                      "zz\r\nsmuggled\r\n0\r\n\r\n"},
+        SmugglingCase{"chunk_size_0x",
+                      "POST /echo HTTP/1.1\r\nHost: {HOST}\r\nTransfer-Encoding: chunked\r\n\r\n"
+                      "0x5\r\nhello\r\n0\r\n\r\n"},
+        SmugglingCase{"chunk_size_overflow",
+                      "POST /echo HTTP/1.1\r\nHost: {HOST}\r\nTransfer-Encoding: chunked\r\n\r\n"
+                      "fffffffffffffffff1\r\nsmuggled\r\n0\r\n\r\n"},
+        SmugglingCase{"chunk_bare_lf",
+                      "POST /echo HTTP/1.1\r\nHost: {HOST}\r\nTransfer-Encoding: chunked\r\n\r\n"
+                      "5\nhello\r\n0\r\n\r\n"},
         SmugglingCase{"obs_fold", "GET /echo HTTP/1.1\r\nHost: {HOST}\r\nX-Folded: a\r\n b\r\n\r\n"},
         SmugglingCase{"bare_lf_header", "GET /echo HTTP/1.1\r\nHost: {HOST}\nX-A: b\r\n\r\n"},
         SmugglingCase{"bare_cr_header", "GET /echo HTTP/1.1\r\nHost: {HOST}\r\nX-A: b\rc\r\n\r\n"},
@@ -153,16 +164,18 @@ INSTANTIATE_TEST_SUITE_P(
         SmugglingCase{"two_hosts", "GET /echo HTTP/1.1\r\nHost: {HOST}\r\nHost: {HOST}\r\n\r\n"},
         SmugglingCase{"empty_host", "GET /echo HTTP/1.1\r\nHost: \r\n\r\n"},
         SmugglingCase{"bad_header_name", "GET /echo HTTP/1.1\r\nHost: {HOST}\r\nX A: b\r\n\r\n"},
-        SmugglingCase{"trailer_content_length", "POST /echo HTTP/1.1\r\nHost: {HOST}\r\nTransfer-Encoding: chunked\r\n\r\n"
-                                                "5\r\nhello\r\n0\r\nContent-Length: 5\r\n\r\n"}),
+        SmugglingCase{"trailer_content_length",
+                      "POST /echo HTTP/1.1\r\nHost: {HOST}\r\nTransfer-Encoding: chunked\r\n\r\n"
+                      "5\r\nhello\r\n0\r\nContent-Length: 5\r\n\r\n"}),
     [](const auto& info) { return std::string(info.param.name); });
 
 // Every Proxy-* field is for the proxy: none reaches the origin, in any letter
 // case or spelled with '_'.
 TEST_F(MitmTest, ProxyFieldsAreNeverForwarded) {
     auto c = open_bound();
-    c->write(get("/echo", "Proxy-Foo: a\r\nPROXY-STATUS: b\r\nProxy_Authorization: Basic Yjpj\r\n"
-                          "Proxy-Authorization: Basic ZDpl\r\nX-Proxy-Kept: f\r\n"));
+    c->write(get("/echo",
+                 "Proxy-Foo: a\r\nPROXY-STATUS: b\r\nProxy_Authorization: Basic Yjpj\r\n"
+                 "Proxy-Authorization: Basic ZDpl\r\nX-Proxy-Kept: f\r\n"));
     auto r = c->read_response();
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 200);
@@ -183,8 +196,8 @@ TEST_F(MitmTest, TraceToABoundHostIs405) {
 }
 
 TEST_F(MitmTest, MalformedConnectAuthorityIs400) {
-    for (const char* target : {"api.bound.test", "api.bound.test:0443", "api.bound.test:99999", "0x7f.1:443",
-                               "[fe80::1%25eth0]:443"}) {
+    for (const char* target :
+         {"api.bound.test", "api.bound.test:0443", "api.bound.test:99999", "0x7f.1:443", "[fe80::1%25eth0]:443"}) {
         RawClient c(proxy_->port());
         auto head = c.connect(target);
         EXPECT_EQ(head.rfind("HTTP/1.1 400", 0), 0u) << target << ": " << head;

@@ -10,8 +10,8 @@ namespace {
 TEST_F(MitmTest, OneMebibytePostArrivesWhole) {
     auto c = open_bound();
     std::string body(1 << 20, 'b');
-    c->write("POST /upload HTTP/1.1\r\nHost: " + bound_authority() + "\r\nContent-Length: " +
-             std::to_string(body.size()) + "\r\n\r\n" + body);
+    c->write("POST /upload HTTP/1.1\r\nHost: " + bound_authority() +
+             "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
     auto r = c->read_response(30000);
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 200);
@@ -23,8 +23,9 @@ TEST_F(MitmTest, OneMebibytePostArrivesWhole) {
 
 TEST_F(MitmTest, ChunkedPostIsDecodedAndReframed) {
     auto c = open_bound();
-    c->write("POST /upload HTTP/1.1\r\nHost: " + bound_authority() +
-             "\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nX-Trailer: dropped\r\n\r\n");
+    c->write(
+        "POST /upload HTTP/1.1\r\nHost: " + bound_authority() +
+        "\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nX-Trailer: dropped\r\n\r\n");
     auto r = c->read_response();
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 200);
@@ -48,7 +49,7 @@ TEST_F(MitmTest, LargeDownloadStreams) {
 TEST_F(MitmTest, AClientResetInTheMiddleOfADownloadEndsOnlyThatExchange) {
     auto c = open_bound();
     c->write(get("/big?n=50000000"));
-    ASSERT_FALSE(c->read_some().empty());   // the download is under way
+    ASSERT_FALSE(c->read_some().empty());  // the download is under way
     c->reset();
     // Writing to the reset client fails; the proxy closes the upstream
     // connection with the rest of the body on it instead of pooling it.
@@ -108,8 +109,9 @@ TEST_F(MitmTest, UnframedResponseCutByAResetIsNotPassedOnAsComplete) {
 
 TEST_F(MitmTest, WebSocketIsSplicedAfter101) {
     auto c = open_bound();
-    c->write(get("/ws", "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
-                        "Sec-WebSocket-Version: 13\r\n"));
+    c->write(get("/ws",
+                 "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                 "Sec-WebSocket-Version: 13\r\n"));
     auto r = c->read_response();
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 101);
@@ -136,8 +138,9 @@ TEST_F(MitmTest, Http10ClientGetsAClosedResponse) {
 // A 103 reaches an HTTP/1.1 client before the final response; an HTTP/1.0
 // client, which expects no 1xx, gets only the final one.
 TEST_F(MitmTest, InformationalResponsesReachOnlyHttp11Clients) {
-    bound_.script_response("HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n"
-                           "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+    bound_.script_response(
+        "HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n"
+        "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
     auto c = open_bound();
     c->write(get("/scripted"));
     auto hint = c->read_response();

@@ -73,9 +73,9 @@ std::size_t count_of(const std::string& text, const std::string& needle) {
 TEST_F(MitmTest, ATls13ClientResumesItsLastSession) {
     const auto session = dir_.file("tls13-session.pem");
     auto client = [&](const std::string& session_flag) {
-        return run_command({"openssl", "s_client", "-proxy", "127.0.0.1:" + std::to_string(proxy_->port()),
-                            "-connect", bound_authority(), "-servername", "api.bound.test", "-tls1_3", session_flag,
-                            session, "-CAfile", pki_.proxy_ca_cert, "-verify_return_error", "-ign_eof"},
+        return run_command({"openssl", "s_client", "-proxy", "127.0.0.1:" + std::to_string(proxy_->port()), "-connect",
+                            bound_authority(), "-servername", "api.bound.test", "-tls1_3", session_flag, session,
+                            "-CAfile", pki_.proxy_ca_cert, "-verify_return_error", "-ign_eof"},
                            get("/echo", "Connection: close\r\n"));
     };
     // (Each exits 1 at the end: vaultgate closes after `Connection: close`
@@ -94,7 +94,7 @@ TEST_F(MitmTest, ATls12ClientCannotResumeItsLastSession) {
     auto out = reconnect_five_times(proxy_->port(), bound_authority(), pki_.proxy_ca_cert, "-tls1_2");
     EXPECT_EQ(count_of(out, "\nNew, TLSv1.2"), 6u) << out;
     EXPECT_EQ(count_of(out, "\nReused, "), 0u);
-    EXPECT_EQ(count_of(out, "TLS session ticket"), 0u);   // none offered either
+    EXPECT_EQ(count_of(out, "TLS session ticket"), 0u);  // none offered either
 }
 
 // Both sides prefer AES-128-GCM: vaultgate's choice for TLS 1.2 clients...
@@ -120,8 +120,8 @@ TEST_F(MitmTest, ATls12OriginThatFollowsTheClientsOrderIsAskedForAes128First) {
 
 TEST_F(MitmTest, CurlThroughTheProxyGetsTheKeyInjected) {
     auto res = run_command({"curl", "-sS", "--max-time", "20", "--proxy",
-                            "http://127.0.0.1:" + std::to_string(proxy_->port()), "--cacert", pki_.proxy_ca_cert,
-                            "-H", "x-api-key: placeholder", "https://" + bound_authority() + "/echo"});
+                            "http://127.0.0.1:" + std::to_string(proxy_->port()), "--cacert", pki_.proxy_ca_cert, "-H",
+                            "x-api-key: placeholder", "https://" + bound_authority() + "/echo"});
     EXPECT_EQ(res.exit_code, 0) << res.err;
     EXPECT_EQ(res.out, "ok");
     auto reqs = bound_.requests();

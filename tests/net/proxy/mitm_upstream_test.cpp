@@ -102,7 +102,8 @@ TEST_F(MitmTest, ClientsOfASessionShareUpstreamConnectionsBetweenRequests) {
     EXPECT_EQ(status_of_get(*first, "/echo"), 200);
     EXPECT_EQ(bound_.connections(), 1u);
     ASSERT_EQ(bound_.requests().size(), 3u);
-    for (const auto& req : bound_.requests()) EXPECT_EQ(req.header_values("x-api-key"), std::vector<std::string>{test_secret});
+    for (const auto& req : bound_.requests())
+        EXPECT_EQ(req.header_values("x-api-key"), std::vector<std::string>{test_secret});
 }
 
 // Eighteen exchanges in flight at once need eighteen upstream connections;
@@ -111,7 +112,8 @@ TEST_F(MitmTest, ClientsOfASessionShareUpstreamConnectionsBetweenRequests) {
 // the other two, while every client stays connected.
 TEST_F(MitmTest, ThePoolKeepsAtMostSixteenIdleConnectionsPerSessionAndOrigin) {
     proxy_ = std::make_unique<ProxyUnderTest>(base_config(dir_, pki_, bound_.port(), other_.port()), 1);
-    auto clients = hold_sse_exchanges(bound_, 18, [this] { return open_bound(); }, get("/sse"));
+    auto clients = hold_sse_exchanges(
+        bound_, 18, [this] { return open_bound(); }, get("/sse"));
     finish_sse_exchanges(bound_, clients);
     EXPECT_TRUE(eventually([&] { return bound_.connections_ended() == 2; }));
     // The sixteen kept serve the next requests: nothing new is dialed.

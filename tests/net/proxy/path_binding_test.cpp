@@ -41,16 +41,25 @@ protected:
     }
 
     void start_proxy(const std::string& vaults_yaml, const std::string& session_vaults) {
-        const std::string yaml = "listen:\n  proxy: 127.0.0.1:0\n  admin: 127.0.0.1:0\n"
-                                 "ca:\n  cert: " + pki_.proxy_ca_cert + "\n  key: " + pki_.proxy_ca_key + "\n"
-                                 "upstream:\n  ca_file: " + pki_.upstream_ca_cert +
-                                 "\n  resolve:\n    api.bound.test: 127.0.0.1\n"
-                                 "store:\n  path: " + dir_.file("vaultgate.db") + "\n"
-                                 "log:\n  access: " + dir_.file("access.log") + "\n  level: warn\n"
-                                 "limits:\n  handshake_timeout: 3s\n  header_timeout: 3s\n  idle_timeout: 10s\n"
-                                 "vaults:\n" + vaults_yaml +
-                                 "sessions:\n  default: { vaults: [" + session_vaults + "], egress_policy: test }\n"
-                                 "egress_policies:\n  test:\n    allow_https: true\n";
+        const std::string yaml =
+            "listen:\n  proxy: 127.0.0.1:0\n  admin: 127.0.0.1:0\n"
+            "ca:\n  cert: " +
+            pki_.proxy_ca_cert + "\n  key: " + pki_.proxy_ca_key +
+            "\n"
+            "upstream:\n  ca_file: " +
+            pki_.upstream_ca_cert +
+            "\n  resolve:\n    api.bound.test: 127.0.0.1\n"
+            "store:\n  path: " +
+            dir_.file("vaultgate.db") +
+            "\n"
+            "log:\n  access: " +
+            dir_.file("access.log") +
+            "\n  level: warn\n"
+            "limits:\n  handshake_timeout: 3s\n  header_timeout: 3s\n  idle_timeout: 10s\n"
+            "vaults:\n" +
+            vaults_yaml + "sessions:\n  default: { vaults: [" + session_vaults +
+            "], egress_policy: test }\n"
+            "egress_policies:\n  test:\n    allow_https: true\n";
         proxy_ = std::make_unique<ProxyUnderTest>(yaml);
     }
 
@@ -88,9 +97,12 @@ protected:
 // Each is read by some origin (Tomcat, Spring, nginx, Go, a lax UTF-8 or
 // double decoder) as a path outside /v1/.
 const char* const bypass_paths[] = {
-    "/v1/..;/admin",       "/v1/..;jsessionid=1/admin", "/v1/%2e%2e%3b/admin", "/v1/%252e%252e/admin",
-    "/v1/%c0%ae%c0%ae/admin", "/v1/..%00/admin",        "/v1/..%20/admin",     "/v1/%2E%2E/admin",
-    "/v1/..%2fadmin",      "/v1/..\\admin",             "/v1/../admin",        "/v1/.../admin",
+    "/v1/..;/admin",          "/v1/..;jsessionid=1/admin",
+    "/v1/%2e%2e%3b/admin",    "/v1/%252e%252e/admin",
+    "/v1/%c0%ae%c0%ae/admin", "/v1/..%00/admin",
+    "/v1/..%20/admin",        "/v1/%2E%2E/admin",
+    "/v1/..%2fadmin",         "/v1/..\\admin",
+    "/v1/../admin",           "/v1/.../admin",
 };
 
 TEST_F(PathBindingTest, APathAnOriginMayReadOutsideThePrefixNeverGetsTheCredential) {
@@ -129,9 +141,9 @@ TEST_F(PathBindingTest, APathAnOriginMayReadOutsideThePrefixNeverGetsTheCredenti
 TEST_F(PathBindingTest, AFragmentIsRefusedOnThePlainHttpPathToo) {
     start_proxy(vault("narrow", narrow_secret, "api.bound.test", "/v1/"), "narrow");
     RawClient c(proxy_->port());
-    const auto head = c.send_plain("GET http://api.bound.test:" + std::to_string(bound_.port()) +
-                                   "/v1#/../admin HTTP/1.1\r\nHost: api.bound.test:" + std::to_string(bound_.port()) +
-                                   "\r\n\r\n");
+    const auto head =
+        c.send_plain("GET http://api.bound.test:" + std::to_string(bound_.port()) +
+                     "/v1#/../admin HTTP/1.1\r\nHost: api.bound.test:" + std::to_string(bound_.port()) + "\r\n\r\n");
     EXPECT_EQ(head.rfind("HTTP/1.1 400", 0), 0u) << head;
     EXPECT_EQ(bound_.connections(), 0u);
 }
@@ -157,8 +169,8 @@ TEST_F(PathBindingTest, TheMostSpecificOfOverlappingBindingsInjectsItsOwnCredent
 }
 
 TEST_F(PathBindingTest, AConfigSessionWhoseVaultsTieIsAConfigError) {
-    const std::string vaults = vault("one", broad_secret, "api.bound.test", "/v1/") +
-                               vault("two", narrow_secret, "api.bound.test", "/v1/");
+    const std::string vaults =
+        vault("one", broad_secret, "api.bound.test", "/v1/") + vault("two", narrow_secret, "api.bound.test", "/v1/");
     EXPECT_THROW(start_proxy(vaults, "one, two"), ConfigError);
     start_proxy(vaults, "two");  // apart they are fine
 }
@@ -178,10 +190,10 @@ TEST_F(PathBindingTest, TheAdminApiRefusesTiedBindingsWith409) {
     auto v = api("POST", "/v1/vaults", {{"name", "team"}});
     ASSERT_EQ(v.status, 201) << v.body;
     const std::string id = json::parse(v.body)["id"];
-    ASSERT_EQ(api("POST", "/v1/vaults/" + id + "/credentials", {{"name", "KEY"}, {"value", narrow_secret}}).status, 201);
-    const json same_as_bench = {{"host", "api.bound.test"},
-                                {"port", bound_.port()},
-                                {"auth_config", {{"type", "api-key"}, {"key", "KEY"}}}};
+    ASSERT_EQ(api("POST", "/v1/vaults/" + id + "/credentials", {{"name", "KEY"}, {"value", narrow_secret}}).status,
+              201);
+    const json same_as_bench = {
+        {"host", "api.bound.test"}, {"port", bound_.port()}, {"auth_config", {{"type", "api-key"}, {"key", "KEY"}}}};
     ASSERT_EQ(api("POST", "/v1/vaults/" + id + "/services", same_as_bench).status, 201);
 
     // The config vault "bench" binds the same host, port and path_prefix "/".
@@ -193,8 +205,9 @@ TEST_F(PathBindingTest, TheAdminApiRefusesTiedBindingsWith409) {
     auto w = api("POST", "/v1/vaults", {{"name", "other"}});
     ASSERT_EQ(w.status, 201) << w.body;
     const std::string other = json::parse(w.body)["id"];
-    ASSERT_EQ(api("POST", "/v1/vaults/" + other + "/credentials", {{"name", "KEY"}, {"value", "sk-other-value"}}).status,
-              201);
+    ASSERT_EQ(
+        api("POST", "/v1/vaults/" + other + "/credentials", {{"name", "KEY"}, {"value", "sk-other-value"}}).status,
+        201);
     ASSERT_EQ(api("POST", "/v1/sessions", {{"vault_ids", {id, other}}}).status, 201);
     auto added = api("POST", "/v1/vaults/" + other + "/services", same_as_bench);
     EXPECT_EQ(added.status, 409) << added.body;

@@ -20,12 +20,13 @@ protected:
         const std::string port = std::to_string(redacting_.port());
         // Under /short the credential is "place": it occurs in its own placeholder
         // ("vaultgate-placeholder-SHORT"), so its responses cannot be redacted.
-        auto yaml = base_config(dir_, pki_, bound_.port(), bound_.port(),
-                                "      - host: redact.test\n        port: " + port +
-                                    "\n        path_prefix: /short\n        auth: { type: api-key, key: SHORT }"
-                                    "\n        redact_response: true\n"
-                                    "      - host: redact.test\n        port: " + port +
-                                    "\n        auth: { type: api-key, key: BENCH_KEY }\n        redact_response: true\n");
+        auto yaml = base_config(
+            dir_, pki_, bound_.port(), bound_.port(),
+            "      - host: redact.test\n        port: " + port +
+                "\n        path_prefix: /short\n        auth: { type: api-key, key: SHORT }"
+                "\n        redact_response: true\n"
+                "      - host: redact.test\n        port: " +
+                port + "\n        auth: { type: api-key, key: BENCH_KEY }\n        redact_response: true\n");
         const std::string bench_key_line = "      BENCH_KEY: { file: " + dir_.file("secret.txt") + " }\n";
         const auto at = yaml.find(bench_key_line);
         if (at != std::string::npos)
@@ -37,9 +38,7 @@ protected:
 
     // The upstream reflects the secret on purpose here: it must still never
     // reach an access-log line.
-    void TearDown() override {
-        EXPECT_EQ(stop_and_read_access_log(proxy_).find(test_secret), std::string::npos);
-    }
+    void TearDown() override { EXPECT_EQ(stop_and_read_access_log(proxy_).find(test_secret), std::string::npos); }
 
     // Answers one request for /scripted with `raw` and returns every byte of
     // every response the client read (1xx heads too), up to the final one.
@@ -148,13 +147,14 @@ TEST_F(RedactTest, HexFormsOfTheSecretInTheBodyAreRedacted) {
     EXPECT_EQ(status, 200);
     expect_no_secret(seen);
     EXPECT_NE(seen.find("lower=vaultgate-placeholder-BENCH_KEY upper=vaultgate-placeholder-BENCH_KEY"),
-              std::string::npos) << seen;
+              std::string::npos)
+        << seen;
 }
 
 TEST_F(RedactTest, SecretInAnEarlyHintsHeadIsRedacted) {
     int status = 0;
-    auto seen = scripted_exchange(std::string("HTTP/1.1 103 Early Hints\r\nLink: <https://cdn.test/?k=") +
-                                      test_secret + ">; rel=preload\r\nX-Hex: " + secret_hex_upper +
+    auto seen = scripted_exchange(std::string("HTTP/1.1 103 Early Hints\r\nLink: <https://cdn.test/?k=") + test_secret +
+                                      ">; rel=preload\r\nX-Hex: " + secret_hex_upper +
                                       "\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
                                   status);
     EXPECT_EQ(status, 200);
@@ -192,7 +192,8 @@ TEST_F(RedactTest, AmbiguousContentCodingIs502) {
     for (const std::string& coding :
          {std::string("Content-Encoding: identity\r\nContent-Encoding: gzip\r\n"),
           std::string("Content-Encoding: gzip\r\nContent-Encoding: identity\r\n"),
-          std::string("Content-Encoding: identity, gzip\r\n"), std::string("Content-Encoding: identity\r\nContent-Encoding: identity\r\n"),
+          std::string("Content-Encoding: identity, gzip\r\n"),
+          std::string("Content-Encoding: identity\r\nContent-Encoding: identity\r\n"),
           std::string("Content-Encoding: GZIP\r\n"), std::string("Content-Encoding: \r\n")}) {
         SCOPED_TRACE(coding);
         int status = 0;
@@ -213,12 +214,12 @@ TEST_F(RedactTest, AmbiguousContentCodingIs502) {
 // Only plain chunked is read as a transfer coding; any other would reach the
 // client unlabelled and unscanned.
 TEST_F(RedactTest, ATransferCodingOtherThanChunkedIs502) {
-    for (const std::string& coding : {std::string("gzip, chunked"), std::string("gzip"), std::string("chunked, gzip")}) {
+    for (const std::string& coding :
+         {std::string("gzip, chunked"), std::string("gzip"), std::string("chunked, gzip")}) {
         SCOPED_TRACE(coding);
         int status = 0;
-        auto seen = scripted_exchange("HTTP/1.1 200 OK\r\nTransfer-Encoding: " + coding +
-                                          "\r\n\r\n5\r\ngz:xx\r\n0\r\n\r\n",
-                                      status);
+        auto seen = scripted_exchange(
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: " + coding + "\r\n\r\n5\r\ngz:xx\r\n0\r\n\r\n", status);
         EXPECT_EQ(status, 502);
         EXPECT_EQ(seen.find("gz:"), std::string::npos) << seen;
     }

@@ -25,8 +25,9 @@ TEST(ResponseHeadForClient, TheSecretIsRedactedFromReasonNamesAndValues) {
     auto head = head_with({{"X-tok_0123456789", "a tok_0123456789 b"}, {"Plain", "kept"}}, 200, "OK tok_0123456789");
     auto text = serialize_for_client(head, &redactor);
     ASSERT_TRUE(text);
-    EXPECT_EQ(*text, "HTTP/1.1 200 OK vaultgate-placeholder-T\r\nX-vaultgate-placeholder-T: a "
-                     "vaultgate-placeholder-T b\r\nPlain: kept\r\n\r\n");
+    EXPECT_EQ(*text,
+              "HTTP/1.1 200 OK vaultgate-placeholder-T\r\nX-vaultgate-placeholder-T: a "
+              "vaultgate-placeholder-T b\r\nPlain: kept\r\n\r\n");
 }
 
 TEST(ResponseHeadForClient, ANameThatIsNoTokenOnceRedactedIsDropped) {
@@ -51,7 +52,9 @@ TEST(ResponseHeadForClient, WithoutARedactorTheHeadIsSerialisedAsIs) {
 }
 
 TEST(InformationalForClient, OnlyHttp11ClientsGetA1xxAndNeverA100) {
-    auto hint = head_with({{"Link", "</a.css>; rel=preload"}, {"Connection", "X-Hop"}, {"X-Hop", "1"},
+    auto hint = head_with({{"Link", "</a.css>; rel=preload"},
+                           {"Connection", "X-Hop"},
+                           {"X-Hop", "1"},
                            {"Proxy-Connection", "keep-alive"}},
                           103, "Early Hints");
     auto copy = hint;

@@ -48,14 +48,17 @@ const std::string access_denied_alert("\x15\x03\x03\x00\x02\x02\x31", 7);
 
 class TransparentHelloTest : public ::testing::Test {
 protected:
-    TransparentHelloTest() : pki_(dir_), other_files_(pki_.server_files(dir_, "other.test")),
-                             other_(other_files_.first, other_files_.second) {}
+    TransparentHelloTest()
+        : pki_(dir_),
+          other_files_(pki_.server_files(dir_, "other.test")),
+          other_(other_files_.first, other_files_.second) {}
 
     void SetUp() override {
         transparent_port_ = free_port();
         auto yaml = base_config(dir_, pki_, other_.port(), other_.port());
-        yaml = replace_all(yaml, "  admin: 127.0.0.1:0\n",
-                           "  admin: 127.0.0.1:0\n  transparent: 127.0.0.1:" + std::to_string(transparent_port_) + "\n");
+        yaml =
+            replace_all(yaml, "  admin: 127.0.0.1:0\n",
+                        "  admin: 127.0.0.1:0\n  transparent: 127.0.0.1:" + std::to_string(transparent_port_) + "\n");
         // Long enough that nothing in a test reaches it: a connection that
         // goes on does so because its hello was complete, not because time ran out.
         yaml = replace_all(yaml, "  handshake_timeout: 3s\n", "  handshake_timeout: 30s\n");

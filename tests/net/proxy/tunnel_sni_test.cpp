@@ -12,14 +12,17 @@ namespace {
 class TunnelHelloTest : public ::testing::Test {
 protected:
     TunnelHelloTest()
-        : pki_(dir_), other_files_(pki_.server_files(dir_, "other.test")),
-          other_(other_files_.first, other_files_.second), plain_("", "") {}
+        : pki_(dir_),
+          other_files_(pki_.server_files(dir_, "other.test")),
+          other_(other_files_.first, other_files_.second),
+          plain_("", "") {}
 
     void start(const std::string& policy_lines = "") {
         auto yaml = base_config(dir_, pki_, other_.port(), other_.port(), "", policy_lines);
         const std::string allowed = "allowed_domains: [\"other.test:" + std::to_string(other_.port()) + "\"";
         yaml = replace_all(yaml, allowed, allowed + ", \"plain.test:" + std::to_string(plain_.port()) + "\"");
-        yaml = replace_all(yaml, "    other.test: 127.0.0.1\n", "    other.test: 127.0.0.1\n    plain.test: 127.0.0.1\n");
+        yaml =
+            replace_all(yaml, "    other.test: 127.0.0.1\n", "    other.test: 127.0.0.1\n    plain.test: 127.0.0.1\n");
         proxy_ = std::make_unique<ProxyUnderTest>(yaml);
     }
 

@@ -1,9 +1,9 @@
 // The outbound HTTPS client against a real TLS server on 127.0.0.1: the
 // upstream trust store, host names, upstream.resolve, the address rules,
 // body limits and timeouts.
+#include "net/upstream/https_client.hpp"
 #include "harness.hpp"
 #include "net/upstream/dialer.hpp"  // internal to the proxy: no public header
-#include "net/upstream/https_client.hpp"
 #include "net/upstream/tls_contexts.hpp"
 
 #include <gtest/gtest.h>

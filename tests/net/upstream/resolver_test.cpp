@@ -12,10 +12,10 @@
 #include <unistd.h>
 
 #include <array>
-#include <map>
 #include <atomic>
 #include <csignal>
 #include <cstdlib>
+#include <map>
 #include <thread>
 
 namespace vaultgate::test {
@@ -91,9 +91,11 @@ private:
     }
 
     static std::string answer(const std::string& id, const std::string& question, const std::string& name, int qtype) {
-        const std::map<std::string, std::vector<unsigned char>> addresses = {
-            {"fast.test", {1}}, {"slow.test", {1}}, {"two.test", {1, 2}},
-            {"silent-then-closed.test", {1, 3}}, {"all-silent.test", {1, 4}}};
+        const std::map<std::string, std::vector<unsigned char>> addresses = {{"fast.test", {1}},
+                                                                             {"slow.test", {1}},
+                                                                             {"two.test", {1, 2}},
+                                                                             {"silent-then-closed.test", {1, 3}},
+                                                                             {"all-silent.test", {1, 4}}};
         const auto found = addresses.find(name);
         const bool known = found != addresses.end();
         std::vector<unsigned char> last_octets;  // of 127.0.0.x, in answer order
@@ -102,7 +104,7 @@ private:
         r += known ? "\x81\x80" : std::string("\x81\x83", 2);  // response, recursion; NOERROR or NXDOMAIN
         r += std::string("\x00\x01", 2);                       // one question
         r += '\0';
-        r += static_cast<char>(last_octets.size());             // answers
+        r += static_cast<char>(last_octets.size());  // answers
         r += std::string(4, '\0');
         r += question;
         for (unsigned char octet : last_octets) {
@@ -259,8 +261,8 @@ TEST_F(ResolverTest, AnAddressThatDoesNotAnswerIsSkippedForTheNextOne) {
 
     struct Case {
         const char* name;
-        const char* status;                 // the CONNECT answer
-        std::chrono::milliseconds at_least; // a lower bound the timers guarantee
+        const char* status;                  // the CONNECT answer
+        std::chrono::milliseconds at_least;  // a lower bound the timers guarantee
     };
     const Case cases[] = {
         // The silent address was tried first and given its share: the
