@@ -8,6 +8,8 @@ packages=(
   libboost1.81-dev libssl-dev nlohmann-json3-dev libyaml-cpp-dev libidn2-dev
   libpsl-dev publicsuffix
   libgtest-dev
+  # command-line parsing
+  libcli11-dev
   # fuzzing (scripts/fuzz.sh, CI)
   clang-14 libclang-rt-14-dev
   # integration tests: real clients and tools
