@@ -104,8 +104,8 @@ void reload(AdminApi& api, const std::string& path) {
 
 }  // namespace
 
-int check_config(const std::string& path) {
-    auto config = load_or_report(path);
+int check_config(const CheckOptions& options) {
+    auto config = load_or_report(options.config_path);
     if (!config) return 2;
     try {
         std::vector<std::string> warnings;

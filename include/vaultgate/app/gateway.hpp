@@ -16,8 +16,13 @@ struct GatewayOptions {
 // (the CA, the store, binding a listener) throw.
 int run_gateway(const GatewayOptions& options);
 
-// Loads and builds the config at `path` without serving; 0 when it is valid,
-// 2 (the error printed to stderr) when not.
-int check_config(const std::string& path);
+struct CheckOptions {
+    std::string config_path;
+    bool bind_check = true;  // try to bind every listener (off: --no-bind-check)
+};
+
+// Loads and builds the config without serving; 0 when it is valid, 2 (the
+// error printed to stderr) when not.
+int check_config(const CheckOptions& options);
 
 }  // namespace vaultgate

@@ -20,7 +20,7 @@ std::string config_path(const CommandLine& command_line) {
 
 }  // namespace
 
-int check_config(const Args& args) { return vaultgate::check_config(config_path(serve_command_line(args))); }
+int check_config(const Args& args) { return vaultgate::check_config(CheckOptions{config_path(serve_command_line(args))}); }
 
 int serve(const Args& args) {
     const CommandLine command_line = serve_command_line(args);
