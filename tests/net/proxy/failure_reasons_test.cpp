@@ -113,9 +113,9 @@ TEST_F(FailureReasonsTest, UpstreamTlsFailuresHaveTheirOwnReasons) {
     // A bound origin whose certificate no CA of upstream.ca_file signed.
     auto rogue_files = pki_.server_files(dir_, "rogue.test", true);
     RecordingUpstream rogue(rogue_files.first, rogue_files.second);
-    // A bound origin that speaks plain HTTP: no TLS handshake can succeed.
-    RecordingUpstream plain_origin("", "");
-    start_proxy(bind_service("rogue.test", rogue.port()) + bind_service("wrong.test", plain_origin.port()));
+    // A bound origin that closes every connection at once: the handshake fails without a certificate.
+    CanaryListener closing_origin;
+    start_proxy(bind_service("rogue.test", rogue.port()) + bind_service("wrong.test", closing_origin.port()));
 
     auto untrusted = mitm_get("rogue.test", rogue.port());
     ASSERT_TRUE(untrusted);
@@ -123,7 +123,7 @@ TEST_F(FailureReasonsTest, UpstreamTlsFailuresHaveTheirOwnReasons) {
     EXPECT_TRUE(names_reason(untrusted->head + untrusted->body, "upstream_tls_failed")) << untrusted->head;
     EXPECT_NE(untrusted->body.find("did not verify"), std::string::npos) << untrusted->body;
 
-    auto no_tls = mitm_get("wrong.test", plain_origin.port());
+    auto no_tls = mitm_get("wrong.test", closing_origin.port());
     ASSERT_TRUE(no_tls);
     EXPECT_EQ(no_tls->status, 502);
     EXPECT_TRUE(names_reason(no_tls->head + no_tls->body, "upstream_handshake_failed")) << no_tls->head;
