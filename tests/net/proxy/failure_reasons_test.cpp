@@ -38,7 +38,7 @@ protected:
         return found;
     }
 
-    // The proxy with `yaml` changed by `edit` (from, to).
+    // The proxy with `from` replaced by `to` in the base config.
     void start_with(const std::string& from, const std::string& to, const std::string& extra_services = "",
                     const std::string& extra_policy = "") {
         proxy_.reset();
