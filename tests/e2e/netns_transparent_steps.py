@@ -136,19 +136,19 @@ class TransparentSteps:
         details.append("SNI allowed.test to denied.test's address: refused (destination_mismatch), nothing reached")
 
         # An allowed name whose address has no TLS server (plain.test serves
-        # port 80 only): the dial fails, the client gets a TLS alert rather
+        # port 80 only): the connection is refused, the client gets a TLS alert rather
         # than a reset, and the failure is logged as it is for CONNECT.
         log_before = len(self.access_lines())
         p = self.sandbox(["sh", "-c", f"echo | openssl s_client -connect {PLAIN_HTTP[PLAIN]}:443 "
                                       f"-servername {PLAIN} 2>&1"], env=no_proxy_env)
         check("alert internal error" in p.stdout,
               "transparent: an allowed host that cannot be reached got no TLS alert: " + p.stdout[:600])
-        failed = self.wait_access_lines(log_before, lambda e: e.get("reason") == "upstream_unreachable")
+        failed = self.wait_access_lines(log_before, lambda e: e.get("reason") == "upstream_refused")
         check(len(failed) == 1 and failed[0].get("ingress") == "tunnel" and failed[0].get("status") == 502
               and failed[0].get("host") == PLAIN and failed[0].get("port") == 443,
-              f"transparent: expected one tunnel/502/upstream_unreachable line for {PLAIN}:443, got {failed}")
+              f"transparent: expected one tunnel/502/upstream_refused line for {PLAIN}:443, got {failed}")
         details.append("allowed plain.test:443 (no TLS server there): TLS alert internal error, logged "
-                       "tunnel 502 upstream_unreachable")
+                       "tunnel 502 upstream_refused")
         return True, "; ".join(details)
 
     def step9_transparent_source_session(self):

@@ -29,18 +29,26 @@ struct Refusal {
     std::string_view reason;  // the access log's reason
     std::string message;      // the body's message (error form): fixed text, never request bytes
     DenyReason deny = DenyReason::none;
-    bool close = true;   // the client connection ends after the reply
-    bool logged = true;  // false: the reply only (a request that never fully arrived)
+    // The denied form: the egress policy that refused, "inline" for a
+    // session's own, empty when no policy was involved.
+    std::string policy;
+    bool close = true;           // the client connection ends after the reply
+    bool logged = true;          // false: the reply only (a request that never fully arrived)
+    bool reason_header = false;  // the error form carries X-Vaultgate-Reason too
 
     explicit operator bool() const { return status != 0; }
 };
 
 // An error-form refusal whose log reason is its code unless given.
 Refusal refusal(int status, std::string_view code, std::string message, std::string_view reason = {});
-// A 403 egress_denied refusal.
-Refusal denial(DenyReason reason);
-// A 407 asking for Proxy-Authorization, logged with `reason`.
+// A 403 egress_denied refusal; `policy`, when given, is the one that refused.
+Refusal denial(DenyReason reason, const EgressPolicy* policy = nullptr);
+// A 407 asking for Proxy-Authorization, logged with `reason`. The reply only
+// says whether credentials were missing (`session_missing`) or not accepted,
+// never which check failed: a client cannot learn whether an id exists.
 Refusal proxy_auth_refusal(std::string_view reason);
+// How a denial names `policy`: its config name, or "inline" for a session's own.
+std::string policy_label(const EgressPolicy& policy);
 
 // What the forward step sends and how it handles the exchange.
 struct RequestPlan {

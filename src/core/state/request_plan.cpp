@@ -92,12 +92,15 @@ Refusal refusal(int status, std::string_view code, std::string message, std::str
     return r;
 }
 
-Refusal denial(DenyReason reason) {
+std::string policy_label(const EgressPolicy& policy) { return policy.name.empty() ? "inline" : policy.name; }
+
+Refusal denial(DenyReason reason, const EgressPolicy* policy) {
     Refusal r;
     r.status = 403;
     r.form = Refusal::Form::denied;
     r.reason = deny_reason_name(reason);
     r.deny = reason;
+    if (policy) r.policy = policy_label(*policy);
     return r;
 }
 
@@ -106,6 +109,8 @@ Refusal proxy_auth_refusal(std::string_view reason) {
     r.status = 407;
     r.form = Refusal::Form::proxy_auth;
     r.reason = reason;
+    r.message = reason == "session_missing" ? "this proxy needs Proxy-Authorization: Basic base64(session_id:token)"
+                                            : "the Proxy-Authorization credentials were not accepted";
     return r;
 }
 
@@ -136,7 +141,7 @@ Decision decide_bound_request(const GatewayState& state, std::string_view sessio
     auto chosen = state.binding_for_request(*session, dest.host, dest.port, path_of(origin_form));
     if (chosen.coverage == Coverage::unclear_path) {
         // Forwarded as it is, it might reach a covered path; the credential is never risked on it.
-        d.refusal = denial(DenyReason::path_not_covered);
+        d.refusal = denial(DenyReason::path_not_covered, &session->policy);
         return d;
     }
     if (chosen.coverage == Coverage::tied) {
@@ -173,7 +178,7 @@ Decision decide_plain_request(const GatewayState& state, const Session& session,
     summarize(plan, req, origin_form);
     auto route = state.route(session, dest, EgressKind::plain_http);
     if (route.kind == RouteKind::denied) {
-        d.refusal = denial(route.reason);
+        d.refusal = denial(route.reason, &session.policy);
         return d;
     }
     auto framing = request_framing(req);

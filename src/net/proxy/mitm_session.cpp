@@ -24,6 +24,46 @@ namespace {
 // Responses (downloads) are read in pieces of up to four TLS records.
 constexpr std::size_t upstream_read_size = 64 * 1024;
 
+// Why the client's TLS handshake failed, for the access log: what the
+// client's alert says when it sent one, else how it ended.
+std::string_view client_handshake_reason(const error_code& ec, bool timed_out) {
+    if (timed_out) return "handshake_timeout";
+    if (ec == ssl::error::stream_truncated || ec == asio::error::eof || ec == asio::error::connection_reset)
+        return "client_tls_closed";
+    if (ec.category() == asio::error::get_ssl_category()) {
+        switch (ERR_GET_REASON(static_cast<unsigned long>(ec.value()))) {
+            case SSL_R_TLSV1_ALERT_UNKNOWN_CA:
+                return "client_tls_unknown_ca";
+            case SSL_R_SSLV3_ALERT_BAD_CERTIFICATE:
+            case SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN:
+            case SSL_R_SSLV3_ALERT_CERTIFICATE_EXPIRED:
+            case SSL_R_SSLV3_ALERT_UNSUPPORTED_CERTIFICATE:
+                return "client_tls_cert_rejected";
+            default:
+                break;
+        }
+    }
+    return "client_tls_failed";
+}
+
+// The refusal for a failed TLS handshake with a bound origin: a timeout, a
+// certificate that did not verify (untrusted, expired, another host's), or
+// a handshake that failed otherwise (no shared protocol or cipher, an alert).
+Refusal upstream_handshake_refusal(bool timed_out, long verify) {
+    Refusal r;
+    if (timed_out)
+        r = refusal(504, "upstream_timeout", "the TLS handshake with the bound origin timed out");
+    else if (verify != X509_V_OK)
+        r = refusal(502, "upstream_tls_failed",
+                    std::string("the bound origin's certificate did not verify against upstream.ca_file: ") +
+                        X509_verify_cert_error_string(verify));
+    else
+        r = refusal(502, "upstream_handshake_failed",
+                    "the TLS handshake with the bound origin failed (no shared protocol or cipher, or it closed)");
+    r.reason_header = true;
+    return r;
+}
+
 // The MITM session is the pipeline's front (pipeline.hpp) for the requests
 // of its tunnel: HTTP/1.1 over TLS on both sides.
 class MitmSession {
@@ -126,10 +166,16 @@ awaitable<bool> MitmSession::handshake() {
         log_warn("mitm: cannot use a leaf certificate for " + dest_.host + ": " + openssl_errors());
         co_return false;
     }
+    const auto start = clock::now();
     ctx_.watchdog->arm(limits_.handshake_timeout);
     auto [ec] = co_await client_.async_handshake(ssl::stream_base::server, use_tuple);
     if (ec) {
         log_debug("mitm: client TLS handshake for " + dest_.host + " failed: " + ec.message());
+        // A drain or a revoked session cut it: not the client's failure.
+        if (ctx_.watchdog->killed()) co_return false;
+        auto e = access_entry(ctx_, "mitm", "TLS", dest_, start);
+        e.reason = std::string(client_handshake_reason(ec, ctx_.watchdog->expired()));
+        rt_.record(e);
         co_return false;
     }
     co_return true;
@@ -150,11 +196,9 @@ awaitable<bool> MitmSession::ensure_upstream(bool& reused, ExchangeResult& resul
     auto dialed = co_await dial_checked(rt_, *policy_, dest_, socket, *ctx_.watchdog);
     if (!dialed.ok()) {
         if (dialed.denied != DenyReason::none)
-            result.refusal = denial(dialed.denied);
-        else if (dialed.timed_out)
-            result.refusal = refusal(504, "upstream_timeout", "the bound origin did not answer in time");
+            result.refusal = denial(dialed.denied, policy_);
         else
-            result.refusal = refusal(502, "upstream_unreachable", "cannot connect to the bound origin");
+            result.refusal = dial_failure(rt_, dest_, dialed, "the bound origin");
         co_return false;
     }
     upstream_.emplace(std::move(socket), rt_.upstream_tls);
@@ -162,21 +206,20 @@ awaitable<bool> MitmSession::ensure_upstream(bool& reused, ExchangeResult& resul
     if (!expect_upstream_identity(*upstream_, dest_)) {
         drop_upstream();
         result.refusal = refusal(502, "upstream_tls_failed", "cannot set up TLS to the bound origin");
+        result.refusal.reason_header = true;
         co_return false;
     }
     ctx_.watchdog->arm(limits_.connect_timeout);
     auto [ec] = co_await upstream_->async_handshake(ssl::stream_base::client, use_tuple);
     if (ec) {
-        bool timed_out = ctx_.watchdog->expired();
-        long verify = SSL_get_verify_result(upstream_->native_handle());
-        log_warn("mitm: TLS to " + format_authority(dest_) + " failed: " +
-                 (verify != X509_V_OK ? std::string(X509_verify_cert_error_string(verify)) : ec.message()));
+        const bool timed_out = ctx_.watchdog->expired();
+        const long verify = SSL_get_verify_result(upstream_->native_handle());
         drop_upstream();
-        if (timed_out)
-            result.refusal = refusal(504, "upstream_timeout", "the TLS handshake with the bound origin timed out");
-        else
-            result.refusal = refusal(502, "upstream_tls_failed",
-                                     "the bound origin's certificate did not verify against upstream.ca_file");
+        result.refusal = upstream_handshake_refusal(timed_out, verify);
+        warn_upstream_failure(rt_, result.refusal.reason, dest_,
+                              timed_out             ? std::string("TLS handshake timed out")
+                              : verify != X509_V_OK ? std::string(X509_verify_cert_error_string(verify))
+                                                    : ec.message());
         co_return false;
     }
     co_return true;

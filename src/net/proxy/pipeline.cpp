@@ -27,6 +27,29 @@ void record_refusal(const ClientContext& ctx, const RefusalSite& site, const Req
     ctx.rt->record(e);
 }
 
+void warn_upstream_failure(const Runtime& rt, std::string_view reason, const Authority& dest, std::string_view detail) {
+    const std::string where = format_authority(dest);
+    rt.upstream_warnings.warn(std::string(reason) + " " + where,
+                              "upstream " + where + ": " + std::string(reason) + " (" + std::string(detail) + ")");
+}
+
+Refusal dial_failure(const Runtime& rt, const Authority& dest, const DialOutcome& outcome, std::string_view peer) {
+    const std::string_view reason = dial_failure_reason(outcome);
+    warn_upstream_failure(rt, reason, dest, dial_failure_detail(outcome));
+    const std::string who(peer);
+    Refusal r;
+    if (reason == "upstream_timeout")
+        r = refusal(504, "upstream_timeout", who + " did not answer in time");
+    else if (reason == "resolve_failed")
+        r = refusal(502, "resolve_failed", "the name of " + who + " does not resolve");
+    else if (reason == "upstream_refused")
+        r = refusal(502, "upstream_refused", who + " refused the connection");
+    else
+        r = refusal(502, "upstream_unreachable", "cannot connect to " + who);
+    r.reason_header = true;
+    return r;
+}
+
 awaitable<void> send_http_refusal(ClientContext& ctx, tcp::socket& client, const Refusal& refusal,
                                   const Authority& dest, bool half_close) {
     co_await write_all(client, refusal_response(refusal, dest), *ctx.watchdog, ctx.rt->config.limits.idle_timeout);

@@ -23,6 +23,7 @@
 // the pipeline adds no coroutine frame to them.
 #include "net/proxy/connection.hpp"
 #include "net/proxy/exchange.hpp"
+#include "net/upstream/dialer.hpp"
 #include "vaultgate/state/request_plan.hpp"
 
 #include <optional>
@@ -83,6 +84,18 @@ inline Refusal unlogged(Refusal r) {
 inline RefusalSite malformed_site(clock::time_point start) { return {"denied", "-", no_destination(), start}; }
 
 void record_refusal(const ClientContext& ctx, const RefusalSite& site, const RequestLine& line);
+
+// A warning that `dest` failed for `reason` (an access-log reason), with
+// `detail` (names and system error texts only). At most one line per reason
+// and destination per upstream_warning_interval; the next one that passes
+// says how many were held back.
+void warn_upstream_failure(const Runtime& rt, std::string_view reason, const Authority& dest, std::string_view detail);
+
+// The refusal for a dial that failed without a denial: 502 resolve_failed,
+// upstream_refused or upstream_unreachable, 504 upstream_timeout; its reason
+// also in X-Vaultgate-Reason, and warned of (warn_upstream_failure). `peer`
+// names the other end in the client's message ("the destination").
+Refusal dial_failure(const Runtime& rt, const Authority& dest, const DialOutcome& outcome, std::string_view peer);
 
 // The HTTP/1.1 reply to a refusal on a TCP client; with `half_close`, the
 // client then reads the end of the stream.

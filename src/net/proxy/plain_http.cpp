@@ -84,14 +84,11 @@ private:
         tcp::socket socket(client_.get_executor());
         auto dialed = co_await dial_checked(*ctx_.rt, *policy_, dest_, socket, *ctx_.watchdog, required_);
         if (dialed.denied != DenyReason::none) {
-            result.refusal = denial(dialed.denied);
+            result.refusal = denial(dialed.denied, policy_);
             co_return false;
         }
         if (!dialed.ok()) {
-            if (dialed.timed_out)
-                result.refusal = refusal(504, "upstream_timeout", "the destination did not answer in time");
-            else
-                result.refusal = refusal(502, "upstream_unreachable", "cannot connect to the destination");
+            result.refusal = dial_failure(*ctx_.rt, dest_, dialed, "the destination");
             co_return false;
         }
         upstream_.emplace(std::move(socket));
@@ -122,6 +119,16 @@ private:
 };
 
 }  // namespace
+
+std::optional<Authority> first_request_destination(const RequestHead& req) {
+    std::string_view authority_text = req.target;
+    std::string origin_form;
+    const bool connect = req.method == "CONNECT";
+    if (!connect && !split_http_url(req.target, authority_text, origin_form)) return std::nullopt;
+    auto parsed = parse_authority(authority_text, connect ? 0 : 80);
+    if (!parsed) return std::nullopt;
+    return *parsed.authority;
+}
 
 awaitable<void> handle_plain_http(ClientContext& ctx, tcp::socket& client, ReadBuffer& buf, RequestHead req,
                                   std::shared_ptr<const GatewayState> state, clock::time_point start,

@@ -16,4 +16,9 @@ awaitable<void> handle_plain_http(ClientContext& ctx, tcp::socket& client, ReadB
                                   std::shared_ptr<const GatewayState> state, clock::time_point start,
                                   std::optional<tcp::endpoint> required = std::nullopt);
 
+// The destination of a first request on the proxy listener (CONNECT
+// host:port, or an absolute-form http:// URL's authority), for a refusal's
+// log line; none when the target names no valid one.
+std::optional<Authority> first_request_destination(const RequestHead& req);
+
 }  // namespace vaultgate::net

@@ -42,7 +42,7 @@ awaitable<ConnectionPhase> handle_connect(ClientContext& ctx, tcp::socket& clien
     auto route = state.route(session, dest, EgressKind::connect);
 
     if (route.kind == RouteKind::denied) {
-        co_await refuse(ctx, client, {"denied", "CONNECT", dest, start}, denial(route.reason));
+        co_await refuse(ctx, client, {"denied", "CONNECT", dest, start}, denial(route.reason, &session.policy));
         co_return next;
     }
     if (route.kind == RouteKind::mitm) {
@@ -64,14 +64,12 @@ awaitable<ConnectionPhase> handle_connect(ClientContext& ctx, tcp::socket& clien
     tcp::socket upstream(client.get_executor());
     auto dialed = co_await dial_checked(*ctx.rt, session.policy, dest, upstream, *ctx.watchdog);
     if (dialed.denied != DenyReason::none) {
-        co_await refuse(ctx, client, {"denied", "CONNECT", dest, start}, denial(dialed.denied));
+        co_await refuse(ctx, client, {"denied", "CONNECT", dest, start}, denial(dialed.denied, &session.policy));
         co_return next;
     }
     if (!dialed.ok()) {
-        const Refusal failed = dialed.timed_out
-                                   ? refusal(504, "upstream_timeout", "the destination did not answer in time")
-                                   : refusal(502, "upstream_unreachable", "cannot connect to the destination");
-        co_await refuse(ctx, client, {"tunnel", "CONNECT", dest, start}, failed);
+        co_await refuse(ctx, client, {"tunnel", "CONNECT", dest, start},
+                        dial_failure(*ctx.rt, dest, dialed, "the destination"));
         co_return next;
     }
     if (co_await write_all(client, connection_established, *ctx.watchdog, ctx.rt->config.limits.idle_timeout))
@@ -106,7 +104,7 @@ awaitable<FirstBytes> judge_first_bytes(ClientContext& ctx, tcp::socket& client,
     if (reason == DenyReason::none) co_return FirstBytes::pass;
     // Told by the tunnel's end alone: the client already has its 200.
     auto no_reply = [](const Refusal&, const Authority&) -> awaitable<void> { co_return; };
-    co_await answer_refusal(ctx, {"denied", "CONNECT", dest, start}, denial(reason), no_reply);
+    co_await answer_refusal(ctx, {"denied", "CONNECT", dest, start}, denial(reason, &policy), no_reply);
     co_return FirstBytes::refused;
 }
 
@@ -243,10 +241,13 @@ awaitable<ConnectionPhase> serve_first_request(ClientContext& ctx, tcp::socket& 
     }
 
     std::shared_ptr<const GatewayState> state = rt->snapshot();
-    auto auth = authenticate_session(*state, req, ctx.client_ip);
+    auto auth = authenticate_session(*state, req, ctx.client_ip, rt->removed_sessions);
     if (!auth.session) {
-        co_await refuse(ctx, client, {"denied", req.method, no_destination(), start},
-                        proxy_auth_refusal("session_required"));
+        // The log says why, with the id named and the destination; the reply does not.
+        const std::optional<Authority> wanted = first_request_destination(req);
+        const Authority& dest = wanted ? *wanted : no_destination();
+        ctx.session_id = std::move(auth.named_id);
+        co_await refuse(ctx, client, {"denied", req.method, dest, start}, proxy_auth_refusal(auth.reason));
         co_return next;
     }
     ctx.session_id = auth.session->id;

@@ -63,40 +63,85 @@ std::string build(int status, std::string_view extra_headers, const std::string&
 
 }  // namespace
 
-std::string error_response(int status, std::string_view code, std::string_view message, bool close) {
+std::string error_response(int status, std::string_view code, std::string_view message, bool close,
+                           std::string_view reason) {
     nlohmann::json body = {{"error", {{"code", code}, {"message", message}}}};
-    return build(status, {}, body.dump() + "\n", close);
+    std::string headers;
+    if (!reason.empty()) headers.append("X-Vaultgate-Reason: ").append(reason).append("\r\n");
+    return build(status, headers, body.dump() + "\n", close);
 }
 
-std::string denied_response(DenyReason reason, const Authority& dest) {
+std::string_view deny_rule(DenyReason reason) {
+    switch (reason) {
+        case DenyReason::domain_not_allowed:
+        case DenyReason::port_not_allowed:
+            return "allowed_domains";
+        case DenyReason::https_not_allowed:
+            return "allow_https";
+        case DenyReason::http_not_allowed:
+            return "allow_http";
+        case DenyReason::ip_literal_not_allowed:
+        case DenyReason::private_address:
+        case DenyReason::metadata_address:
+        case DenyReason::loopback_address:
+        case DenyReason::reserved_address:
+            return "allowed_cidrs";
+        case DenyReason::sni_mismatch:
+            return "tunnel_sni_check";
+        default:
+            return {};
+    }
+}
+
+namespace {
+
+// The advice with the generic "egress_policies.<policy>" made the policy that refused.
+std::string advice_for(DenyReason reason, const Authority& dest, std::string_view policy) {
+    std::string advice = deny_reason_advice(reason, dest);
+    if (policy.empty()) return advice;
+    constexpr std::string_view generic = "egress_policies.<policy>";
+    const std::string named =
+        policy == "inline" ? "the session's inline egress_policy" : "egress_policies." + std::string(policy);
+    for (auto at = advice.find(generic); at != std::string::npos; at = advice.find(generic, at + named.size()))
+        advice.replace(at, generic.size(), named);
+    const std::string_view rule = deny_rule(reason);
+    if (rule.empty()) return advice;
+    const std::string which =
+        policy == "inline" ? "the session's inline egress policy" : "egress policy '" + std::string(policy) + "'";
+    return "Refused by " + which + " (" + std::string(rule) + "). " + advice;
+}
+
+}  // namespace
+
+std::string denied_response(DenyReason reason, const Authority& dest, std::string_view policy) {
     auto name = std::string(deny_reason_name(reason));
-    nlohmann::ordered_json body = {{"error", "egress_denied"},
-                                   {"reason", name},
-                                   {"destination", format_authority(dest)},
-                                   {"message", deny_reason_advice(reason, dest)}};
+    nlohmann::ordered_json body = {
+        {"error", "egress_denied"}, {"reason", name}, {"destination", format_authority(dest)}};
+    if (!policy.empty()) {
+        body["policy"] = policy;
+        if (auto rule = deny_rule(reason); !rule.empty()) body["rule"] = rule;
+    }
+    body["message"] = advice_for(reason, dest, policy);
     std::string headers = "X-Vaultgate-Reason: " + name + "\r\n";
     return build(403, headers, body.dump() + "\n", true);
 }
 
-std::string proxy_auth_required_response() {
-    nlohmann::json body = {{"error",
-                            {{"code", "proxy_auth_required"},
-                             {"message",
-                              "this proxy needs Proxy-Authorization: Basic "
-                              "base64(session_id:token)"}}}};
+std::string proxy_auth_required_response(std::string_view message) {
+    nlohmann::json body = {{"error", {{"code", "proxy_auth_required"}, {"message", message}}}};
     return build(407, "Proxy-Authenticate: Basic realm=\"vaultgate\"\r\n", body.dump() + "\n", true);
 }
 
 std::string refusal_response(const Refusal& refusal, const Authority& dest) {
     switch (refusal.form) {
         case Refusal::Form::denied:
-            return denied_response(refusal.deny, dest);
+            return denied_response(refusal.deny, dest, refusal.policy);
         case Refusal::Form::proxy_auth:
-            return proxy_auth_required_response();
+            return proxy_auth_required_response(refusal.message);
         case Refusal::Form::error:
             break;
     }
-    return error_response(refusal.status, refusal.code, refusal.message, refusal.close);
+    return error_response(refusal.status, refusal.code, refusal.message, refusal.close,
+                          refusal.reason_header ? refusal.reason : std::string_view());
 }
 
 }  // namespace vaultgate::net

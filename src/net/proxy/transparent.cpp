@@ -204,10 +204,8 @@ awaitable<ConnectionPhase> route_transparent(ClientContext& ctx, tcp::socket& cl
         next.upstream.emplace(std::move(upstream));
     } else {
         // As for CONNECT: logged, and the client is told rather than reset.
-        log_debug("transparent: cannot reach " + format_authority(by_name) + ": " + dialed.error.message());
-        const Refusal failed =
-            dialed.timed_out ? refusal(504, "upstream_timeout", {}) : refusal(502, "upstream_unreachable", {});
-        co_await refuse_tls(ctx, client, "tunnel", by_name, start, failed);
+        co_await refuse_tls(ctx, client, "tunnel", by_name, start,
+                            dial_failure(*rt, by_name, dialed, "the destination"));
     }
     co_return next;
 }

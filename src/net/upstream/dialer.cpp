@@ -77,6 +77,24 @@ awaitable<ResolveResult> ResolverPool::resolve(std::string host, std::uint16_t p
     co_return std::move(pending->result);
 }
 
+std::string_view dial_failure_reason(const DialOutcome& outcome) {
+    // A lookup that ran out of time stays a timeout (504), as documented.
+    if (outcome.timed_out) return "upstream_timeout";
+    if (outcome.resolving) return "resolve_failed";
+    if (outcome.error == asio::error::connection_refused) return "upstream_refused";
+    return "upstream_unreachable";
+}
+
+std::string dial_failure_detail(const DialOutcome& outcome) {
+    if (outcome.resolving) {
+        if (outcome.timed_out) return "name lookup timed out";
+        return outcome.error == asio::error::host_not_found ? "the name does not resolve"
+                                                            : "name lookup failed (temporary DNS failure)";
+    }
+    if (outcome.timed_out) return "connect timed out";
+    return "connect failed: " + outcome.error.message();
+}
+
 IpAddress to_ip_address(const asio::ip::address& a) {
     IpAddress ip;
     if (a.is_v4()) {
@@ -153,12 +171,14 @@ awaitable<DialOutcome> dial_checked(const Runtime& rt, const EgressPolicy& polic
         auto ip = parse_ip_strict(it->second);
         if (!ip) {
             out.error = asio::error::host_not_found;
+            out.resolving = true;
             co_return out;
         }
         pinned = true;
         candidates.emplace_back(to_asio(*ip), dest.port);
     } else {
         auto resolved = co_await rt.resolver->resolve(dest.host, dest.port, rt.config.limits.connect_timeout);
+        out.resolving = resolved.timed_out || resolved.error;
         if (resolved.timed_out) {
             out.timed_out = true;
             co_return out;

@@ -42,6 +42,7 @@ struct DialOutcome {
     DenyReason denied = DenyReason::none;  // policy refusal (403)
     error_code error;                      // resolve/connect failure (502/504)
     bool timed_out = false;
+    bool resolving = false;  // the failure came from name resolution, before any connect
     tcp::endpoint peer;
     bool ok() const { return denied == DenyReason::none && !error && !timed_out; }
 };
@@ -67,6 +68,14 @@ bool is_self_endpoint(const Runtime& rt, const tcp::endpoint& ep);
 // before anything is sent through it.
 bool is_own_connection(const Runtime& rt, const tcp::socket& client,
                        const std::optional<tcp::endpoint>& original = std::nullopt);
+
+// Why a dial that was not denied failed, as the access log names it:
+// resolve_failed, upstream_refused, upstream_timeout or upstream_unreachable.
+std::string_view dial_failure_reason(const DialOutcome& outcome);
+
+// The same in words for the diagnostic log ("connection refused", "name
+// lookup timed out"); names and system error texts only.
+std::string dial_failure_detail(const DialOutcome& outcome);
 
 IpAddress to_ip_address(const asio::ip::address& a);
 

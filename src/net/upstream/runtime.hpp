@@ -9,7 +9,9 @@
 #include "vaultgate/http/message.hpp"
 #include "vaultgate/observe/access_log.hpp"
 #include "vaultgate/observe/metrics.hpp"
+#include "vaultgate/observe/warn_limiter.hpp"
 #include "vaultgate/state/gateway_state.hpp"
+#include "vaultgate/state/removed_sessions.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -30,6 +32,9 @@ inline HeadLimits request_head_limits(const Limits& limits) {
     return h;
 }
 
+// How often one upstream failure (a reason at one destination) may be warned of.
+inline constexpr std::chrono::seconds upstream_warning_interval{10};
+
 struct Runtime {
     Config config;
     std::unique_ptr<CertificateAuthority> ca;
@@ -45,13 +50,18 @@ struct Runtime {
     std::atomic<bool> draining{false};
     ConnectionRegistry connections;
     Metrics metrics;
+    mutable WarnLimiter upstream_warnings{upstream_warning_interval};
+    RemovedSessions removed_sessions;  // for the reason of a 407
 
     // The state current now. (Not cached per thread: a cached snapshot would
     // keep a replaced state, and the credentials in it, alive in every thread
     // that sees no further request.)
     std::shared_ptr<const GatewayState> snapshot() const { return state_.load(std::memory_order_acquire); }
 
-    void publish(std::shared_ptr<const GatewayState> next) { state_.store(std::move(next), std::memory_order_release); }
+    void publish(std::shared_ptr<const GatewayState> next) {
+        auto before = state_.exchange(next, std::memory_order_acq_rel);
+        if (before && next) removed_sessions.note(*before, *next, std::chrono::system_clock::now());
+    }
 
     // One finished request or tunnel: the access log line and its counters.
     void record(const AccessLogEntry& e) {

@@ -110,6 +110,25 @@ TEST_F(RequestPlanTest, AGoneSessionGetsTheProxyAuthForm) {
     EXPECT_EQ(d.refusal.reason, "session_gone");
 }
 
+TEST_F(RequestPlanTest, ADenialNamesThePolicyThatRefused) {
+    auto unclear = bound("GET /x;a=b HTTP/1.1\r\nHost: api.example.com\r\n\r\n");
+    EXPECT_EQ(unclear.refusal.policy, "web");
+    EgressPolicy own;  // given inline: no name
+    EXPECT_EQ(denial(DenyReason::domain_not_allowed, &own).policy, "inline");
+    EXPECT_EQ(denial(DenyReason::self_connection).policy, "");
+}
+
+TEST_F(RequestPlanTest, A407OnlySaysWhetherCredentialsWereMissing) {
+    const auto missing = proxy_auth_refusal("session_missing");
+    EXPECT_NE(missing.message.find("needs Proxy-Authorization"), std::string::npos);
+    for (const char* reason : {"session_unknown", "session_revoked", "session_expired", "session_bad_token",
+                               "session_source_mismatch", "session_gone"}) {
+        const auto r = proxy_auth_refusal(reason);
+        EXPECT_EQ(r.reason, reason);
+        EXPECT_EQ(r.message, "the Proxy-Authorization credentials were not accepted") << reason;
+    }
+}
+
 TEST_F(RequestPlanTest, AnUnclearPathIsDeniedAndAMissingCredentialNamesItsBinding) {
     auto unclear = bound("GET /x;a=b HTTP/1.1\r\nHost: api.example.com\r\n\r\n");
     EXPECT_EQ(unclear.refusal.status, 403);

@@ -1,6 +1,7 @@
 // Name resolution through a real DNS server on loopback: the proxy runs in a
 // private mount namespace whose /etc/resolv.conf points at a test resolver
 // that answers one name slowly. A slow answer must not hold up another lookup.
+#include "blackhole.hpp"
 #include "harness.hpp"
 
 #include <gtest/gtest.h>
@@ -25,6 +26,7 @@ namespace {
 // parallel never compete for port 53.
 constexpr const char* slow_test_dns_ip = "127.0.0.77";
 constexpr const char* fallback_test_dns_ip = "127.0.0.78";
+constexpr const char* nxdomain_test_dns_ip = "127.0.0.79";
 
 // Answers A queries: fast.test (127.0.0.1) at once, slow.test (127.0.0.1)
 // after `slow_delay`, two.test with 127.0.0.1 then 127.0.0.2,
@@ -189,43 +191,29 @@ TEST_F(ResolverTest, ASlowAnswerDoesNotHoldUpAnotherLookup) {
     EXPECT_EQ(proc.wait_exit(), 0);
 }
 
-// A listener on ip:port whose accept queue is full: it drops every further
-// SYN, so a connect to it neither succeeds nor fails. Port 0 picks one.
-class Blackhole {
-public:
-    // With `listen` false the port is only bound: nobody else can listen
-    // there, and a connect is refused at once.
-    Blackhole(const char* ip, std::uint16_t port, bool listen = true) {
-        listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        sockaddr_in addr{};
-        addr.sin_family = AF_INET;
-        addr.sin_port = htons(port);
-        ::inet_pton(AF_INET, ip, &addr.sin_addr);
-        socklen_t len = sizeof addr;
-        ok_ = listener_ >= 0 && ::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-              ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len) == 0 &&
-              (!listen || ::listen(listener_, 0) == 0);
-        port_ = ntohs(addr.sin_port);
-        for (int i = 0; ok_ && listen && i < 3; ++i) {
-            fillers_.push_back(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-            ::connect(fillers_.back(), reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-        }
+// A name the DNS server answers with NXDOMAIN: 502 resolve_failed on the
+// tunnel and plain paths, and one warning on stderr however often it fails.
+TEST_F(ResolverTest, ANameThatDoesNotResolveIsResolveFailedWithOneWarning) {
+    TestDnsServer dns(nxdomain_test_dns_ip, std::chrono::milliseconds(0));
+    auto proxy = start_proxy(nxdomain_test_dns_ip, "", {"nowhere.test:443", "nowhere.test:80"});
+    auto& proc = *proxy;
+    ASSERT_TRUE(proc.started()) << proc.stderr_text();
+    for (int i = 0; i < 3; ++i) {
+        RawClient client(proc.proxy_port());
+        auto head = client.connect("nowhere.test:443");
+        EXPECT_EQ(head.rfind("HTTP/1.1 502", 0), 0u) << head;
+        EXPECT_NE(head.find("X-Vaultgate-Reason: resolve_failed\r\n"), std::string::npos) << head;
+        EXPECT_NE(head.find("\"code\":\"resolve_failed\""), std::string::npos) << head;
     }
-    Blackhole(const Blackhole&) = delete;
-    Blackhole& operator=(const Blackhole&) = delete;
-    ~Blackhole() {
-        for (int fd : fillers_) ::close(fd);
-        if (listener_ >= 0) ::close(listener_);
-    }
-    bool ok() const { return ok_; }
-    std::uint16_t port() const { return port_; }
-
-private:
-    int listener_ = -1;
-    bool ok_ = false;
-    std::uint16_t port_ = 0;
-    std::vector<int> fillers_;
-};
+    proc.signal(SIGTERM);
+    EXPECT_EQ(proc.wait_exit(), 0);
+    const auto err = proc.stderr_text();
+    const std::string warning = "warn upstream nowhere.test:443: resolve_failed (the name does not resolve)";
+    const auto first = err.find(warning);
+    EXPECT_NE(first, std::string::npos) << err;
+    // Three failures within the interval: one line.
+    EXPECT_EQ(err.find(warning, first + 1), std::string::npos) << err;
+}
 
 // Names with two addresses whose first never answers. The dial gives it its
 // share of limits.connect_timeout (half of 4 s) and then tries the second,
