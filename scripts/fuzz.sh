@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets in build-fuzz/ (clang, ASan + UBSan) and runs
-# each one for a bounded time, one after another.
+# each one for a bounded time, as many at once as there are cores.
 #
 #   scripts/fuzz.sh [seconds-per-target] [target...]
 #
@@ -10,7 +10,8 @@
 # Crash reproducers are kept (their paths are printed) in $FUZZ_WORK_DIR
 # (default: a temporary directory, left in place when a target fails). Exits
 # non-zero if any target crashed, leaked, timed out or ran out of memory.
-# Extra libFuzzer flags can be given in $FUZZ_FLAGS.
+# Extra libFuzzer flags can be given in $FUZZ_FLAGS. FUZZ_BUILD_ONLY=1 builds
+# the targets and runs none.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -33,33 +34,46 @@ cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DVAULTGATE_FUZZ=ON -DVAULTGATE_TESTS=OFF -DCMAKE_CXX_COMPILER="$cxx" >/dev/null
 # Only the fuzz targets: the network side is not fuzzed and takes long to build.
 ninja -C "$build_dir" "${targets[@]}"
+[ "${FUZZ_BUILD_ONLY:-0}" = 1 ] && exit 0
 
 work=${FUZZ_WORK_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/vaultgate-fuzz.XXXXXX")}
 mkdir -p "$work"
-failed=()
-summary=()
-for t in "${targets[@]}"; do
-  corpus=$work/$t/corpus
-  artifacts=$work/$t/artifacts
+# One libFuzzer process uses one core: $FUZZ_JOBS targets (default: one per
+# core) run side by side, each still for the full time.
+jobs=${FUZZ_JOBS:-$(nproc)}
+
+# Runs one target and writes its summary line to $work/<target>/summary.
+run_target() {
+  local t=$1 corpus=$work/$1/corpus artifacts=$work/$1/artifacts log=$work/$1/fuzz.log status=0 execs
   mkdir -p "$corpus" "$artifacts"
   if [ -d "$root/fuzz/corpus/$t" ]; then cp -R "$root/fuzz/corpus/$t/." "$corpus/"; fi
   # Saved reproducers run first, as seeds: a bug that comes back fails at once.
   for r in "$root/fuzz/regressions/$t"-*; do [ -f "$r" ] && cp "$r" "$corpus/"; done
-  log=$work/$t/fuzz.log
   echo "== $t: ${seconds}s (log: $log)"
   # Run from the work dir: libFuzzer writes crash-* files to the cwd when no
   # artifact prefix applies, and the repository must stay clean.
-  status=0
   (cd "$work/$t" && "$build_dir/fuzz/$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
       -print_final_stats=1 -artifact_prefix="$artifacts/" ${FUZZ_FLAGS:-} "$corpus") >"$log" 2>&1 || status=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
   if [ "$status" -ne 0 ]; then
-    failed+=("$t")
-    summary+=("$t: FAILED (exit $status) after ${execs:-?} execs; reproducer(s): $(ls "$artifacts" | tr '\n' ' ')")
+    echo "$t: FAILED (exit $status) after ${execs:-?} execs; reproducer(s): $(ls "$artifacts" | tr '\n' ' ')" >"$work/$t/summary"
     grep -E '^(==[0-9]+==ERROR|SUMMARY|.*invariant broken|.*runtime error)' "$log" | head -n 5 || true
   else
-    summary+=("$t: ok, ${execs:-?} execs, corpus $(ls "$corpus" | wc -l) files")
+    echo "$t: ok, ${execs:-?} execs, corpus $(ls "$corpus" | wc -l) files" >"$work/$t/summary"
   fi
+}
+
+for t in "${targets[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+  run_target "$t" &
+done
+wait
+
+failed=()
+summary=()
+for t in "${targets[@]}"; do
+  summary+=("$(cat "$work/$t/summary" 2>/dev/null || echo "$t: FAILED (did not run)")")
+  [[ ${summary[-1]} == "$t: ok,"* ]] || failed+=("$t")
 done
 
 echo

@@ -13,7 +13,7 @@ namespace vaultgate {
 
 namespace {
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_decimal_digit(char c) { return c >= '0' && c <= '9'; }
 
 // One decimal octet: 1-3 digits, no leading zero, at most 255. Leading zeros are
 // refused because other parsers read them as octal, and "0177" must never mean
@@ -23,7 +23,7 @@ std::optional<std::uint8_t> parse_octet(std::string_view s) {
     if (s.size() > 1 && s[0] == '0') return std::nullopt;
     int value = 0;
     for (char c : s) {
-        if (!is_digit(c)) return std::nullopt;
+        if (!is_decimal_digit(c)) return std::nullopt;
         value = value * 10 + (c - '0');
     }
     if (value > 255) return std::nullopt;
@@ -408,7 +408,7 @@ std::optional<Cidr> parse_cidr(std::string_view text) {
         if (digits.empty() || digits.size() > 3 || (digits.size() > 1 && digits[0] == '0')) return std::nullopt;
         len = 0;
         for (char c : digits) {
-            if (!is_digit(c)) return std::nullopt;
+            if (!is_decimal_digit(c)) return std::nullopt;
             len = len * 10 + (c - '0');
         }
         if (len > max_len) return std::nullopt;

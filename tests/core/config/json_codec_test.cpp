@@ -141,14 +141,14 @@ TEST(JsonCodecService, PortAcceptsSignedAndUnsignedIntegers) {
     EXPECT_EQ(decode_service(j).port, 65535);
 }
 
-struct ErrorCase {
+struct CodecErrorCase {
     std::string body;
     std::string expected;  // a substring of the error
 };
 
 TEST(JsonCodecService, EachValidationErrorNamesTheField) {
     const std::string auth = R"("auth_config":{"type":"bearer","key":"K"})";
-    const std::vector<ErrorCase> cases = {
+    const std::vector<CodecErrorCase> cases = {
         {R"([1,2])", "expected an object, got a list"},
         {R"({"host":"a.example.com",)" + auth + R"(,"hots":1})", "unknown key 'hots'"},
         {R"({)" + auth + "}", "missing required key 'host'"},
@@ -316,7 +316,7 @@ TEST(JsonCodecPolicy, BuiltPolicyRoundTrips) {
 }
 
 TEST(JsonCodecPolicy, EachValidationErrorNamesTheField) {
-    const std::vector<ErrorCase> cases = {
+    const std::vector<CodecErrorCase> cases = {
         {R"("default")", "expected an object, got a string"},
         {R"({"allow_https":"true"})", "allow_https: expected true or false, got a string"},
         {R"({"allow_http":1})", "allow_http: expected true or false, got an integer"},

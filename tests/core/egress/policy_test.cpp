@@ -28,7 +28,7 @@ Cidr cidr(const std::string& text) {
     return c.value_or(Cidr{});
 }
 
-IpAddress ip(const std::string& text) {
+IpAddress parsed_ip(const std::string& text) {
     auto a = parse_ip_strict(text);
     EXPECT_TRUE(a) << text;
     return a.value_or(IpAddress{});
@@ -378,22 +378,22 @@ TEST(CheckAddress, ByClass) {
     EgressPolicy p;
     for (const auto& c : cases) {
         SCOPED_TRACE(c.addr);
-        EXPECT_EQ(deny_reason_name(check_address(p, ip(c.addr), false)), deny_reason_name(c.expected));
+        EXPECT_EQ(deny_reason_name(check_address(p, parsed_ip(c.addr), false)), deny_reason_name(c.expected));
         // An operator-pinned address (upstream.resolve) is exempt.
-        EXPECT_EQ(check_address(p, ip(c.addr), true), D::none);
+        EXPECT_EQ(check_address(p, parsed_ip(c.addr), true), D::none);
     }
 }
 
 TEST(CheckAddress, AllowedCidrsOverrideTheClass) {
     EgressPolicy p;
     p.allowed_cidrs = {cidr("10.0.0.0/8"), cidr("169.254.169.254"), cidr("fd00::/8")};
-    EXPECT_EQ(check_address(p, ip("10.1.2.3"), false), DenyReason::none);
-    EXPECT_EQ(check_address(p, ip("::ffff:10.1.2.3"), false), DenyReason::none);
-    EXPECT_EQ(check_address(p, ip("169.254.169.254"), false), DenyReason::none);
-    EXPECT_EQ(check_address(p, ip("fd12::1"), false), DenyReason::none);
-    EXPECT_EQ(check_address(p, ip("192.168.1.1"), false), DenyReason::private_address);
-    EXPECT_EQ(check_address(p, ip("169.254.170.2"), false), DenyReason::metadata_address);
-    EXPECT_EQ(check_address(p, ip("127.0.0.1"), false), DenyReason::loopback_address);
+    EXPECT_EQ(check_address(p, parsed_ip("10.1.2.3"), false), DenyReason::none);
+    EXPECT_EQ(check_address(p, parsed_ip("::ffff:10.1.2.3"), false), DenyReason::none);
+    EXPECT_EQ(check_address(p, parsed_ip("169.254.169.254"), false), DenyReason::none);
+    EXPECT_EQ(check_address(p, parsed_ip("fd12::1"), false), DenyReason::none);
+    EXPECT_EQ(check_address(p, parsed_ip("192.168.1.1"), false), DenyReason::private_address);
+    EXPECT_EQ(check_address(p, parsed_ip("169.254.170.2"), false), DenyReason::metadata_address);
+    EXPECT_EQ(check_address(p, parsed_ip("127.0.0.1"), false), DenyReason::loopback_address);
 }
 
 // The literature's ways of reaching the metadata service or loopback, end to
@@ -428,7 +428,7 @@ TEST(SsrfLiterature, NeverReachesInternalAddresses) {
         SCOPED_TRACE(a);
         Authority d = dest(a);
         EXPECT_EQ(check_destination(p, d, EgressKind::connect), DenyReason::ip_literal_not_allowed);
-        EXPECT_NE(check_address(p, ip(d.host), false), DenyReason::none);
+        EXPECT_NE(check_address(p, parsed_ip(d.host), false), DenyReason::none);
     }
     EXPECT_EQ(check_destination(p, dest("metadata.google.internal:80"), EgressKind::plain_http),
               DenyReason::domain_not_allowed);
