@@ -9,7 +9,7 @@ namespace {
 
 // serve and check-config ignore arguments they do not know (docs/reference/cli.md).
 CommandLine serve_command_line(const Args& args) {
-    return parse_command_line(args, OptionSpec{{"--config"}, {"--allow-rollback"}, true});
+    return parse_command_line(args, OptionSpec{{"--config"}, {"--allow-rollback", "--no-bind-check"}, true});
 }
 
 std::string config_path(const CommandLine& command_line) {
@@ -20,7 +20,10 @@ std::string config_path(const CommandLine& command_line) {
 
 }  // namespace
 
-int check_config(const Args& args) { return vaultgate::check_config(CheckOptions{config_path(serve_command_line(args))}); }
+int check_config(const Args& args) {
+    const CommandLine command_line = serve_command_line(args);
+    return vaultgate::check_config(CheckOptions{config_path(command_line), !command_line.flag("--no-bind-check")});
+}
 
 int serve(const Args& args) {
     const CommandLine command_line = serve_command_line(args);
