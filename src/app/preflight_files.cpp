@@ -44,13 +44,6 @@ std::optional<std::string> open_to_others(const std::string& path) {
            path;
 }
 
-// "store.master_key_file PATH: what" from the store's loader, without the key
-// the finding names already.
-std::string without_label(std::string message, const std::string& label) {
-    if (message.starts_with(label + " ")) message.erase(0, label.size() + 1);
-    return message;
-}
-
 // The nearest directory of `dir` and its parents that exists: where `serve`
 // would create the rest.
 std::string nearest_existing(std::filesystem::path dir) {
@@ -88,7 +81,7 @@ void check_store(const Config& config, Findings& out) {
     try {
         Secret key = load_master_key(key_file);
     } catch (const StoreError& e) {
-        add(out, "store.master_key_file", without_label(e.what(), "store.master_key_file"));
+        add(out, "store.master_key_file", e.what());
     }
 }
 
@@ -110,7 +103,8 @@ void check_admin_token(const Config& config, Findings& out) {
     // Reading a pipe here would take the token `serve` is to read.
     if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return;
     try {
-        std::string token = read_admin_token_file(path, "token file");
+        // The messages name the setting and the file, as serve's own read does.
+        std::string token = read_admin_token_file(path, "admin.token_file");
         wipe_string(token);
     } catch (const std::exception& e) {
         add(out, "admin.token_file", e.what());

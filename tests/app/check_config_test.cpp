@@ -100,7 +100,8 @@ TEST_F(CheckConfigTest, AnAdminTokenFileWithoutAUsableTokenIsRefused) {
     replace(dir_.file("admin.token"), token);
     const auto r = check();
     EXPECT_EQ(r.exit_code, 2);
-    EXPECT_EQ(r.err.rfind("vaultgate: " + place(token) + ": admin.token_file: token file " + token, 0), 0u) << r.err;
+    EXPECT_EQ(r.err.rfind("vaultgate: " + place(token) + ": admin.token_file: admin.token_file " + token, 0), 0u)
+        << r.err;
     EXPECT_EQ(lines_of(r.err).size(), 1u) << r.err;
 }
 
