@@ -29,3 +29,5 @@ openssl verify -CAfile upstream-ca.crt upstream.crt >/dev/null
 cat proxy-ca.crt upstream-ca.crt > client-trust.pem
 # nginx workers run as an unprivileged user when started by root; the keys are throwaway.
 chmod 644 ./*.crt ./*.key ./*.pem
+# Except vaultgate's own CA key, which it refuses when others can read it.
+chmod 600 proxy-ca.key

@@ -3,6 +3,7 @@
 #include "vaultgate/app/gateway.hpp"
 
 #include "vaultgate/admin/admin_api.hpp"
+#include "vaultgate/app/preflight.hpp"
 #include "vaultgate/app/sd_notify.hpp"
 #include "vaultgate/app/server.hpp"
 #include "vaultgate/config/config.hpp"
@@ -39,22 +40,27 @@ std::optional<Config> load_or_report(const std::string& path) {
     }
 }
 
-// The quick start runs on a fresh checkout: a missing CA (both files absent)
-// is generated once; one file without the other is an operator mistake.
+// The quick start runs on a fresh checkout: a missing CA (both files absent,
+// with the usual names) is generated once. Anything else missing was reported
+// by the pre-flight.
 void ensure_ca(const Config& config) {
-    namespace fs = std::filesystem;
-    bool cert = fs::exists(config.ca_cert), key = fs::exists(config.ca_key);
-    if (cert && key) return;
-    if (cert != key)
-        throw std::runtime_error("ca: " + (cert ? config.ca_key : config.ca_cert) + " is missing while " +
-                                 (cert ? config.ca_cert : config.ca_key) + " exists");
-    auto dir = fs::path(config.ca_cert).parent_path();
-    if (fs::path(config.ca_key).parent_path() != dir || fs::path(config.ca_cert).filename() != "ca.pem" ||
-        fs::path(config.ca_key).filename() != "ca-key.pem")
-        throw std::runtime_error("ca: " + config.ca_cert + " does not exist; create it with `vaultgate ca init`");
+    if (!ca_created_on_start(config)) return;
+    auto dir = std::filesystem::path(config.ca_cert).parent_path();
     create_ca_files(dir.empty() ? "." : dir.string(), "vaultgate proxy CA");
     log_info("generated a new proxy CA in " + (dir.empty() ? std::string(".") : dir.string()) +
              "; sandboxes must trust " + config.ca_cert);
+}
+
+// Prints the pre-flight's findings (warnings only with `warnings`); true when
+// one of them is an error.
+bool report(const Config& config, const std::vector<PreflightFinding>& findings, bool warnings) {
+    bool failed = false;
+    for (const auto& f : findings) {
+        const bool error = f.severity == PreflightFinding::Severity::error;
+        failed = failed || error;
+        if (error || warnings) std::fprintf(stderr, "vaultgate: %s\n", describe(config, f).c_str());
+    }
+    return failed;
 }
 
 std::string read_file(const std::string& path, const std::string& what) {
@@ -107,6 +113,9 @@ void reload(AdminApi& api, const std::string& path) {
 int check_config(const CheckOptions& options) {
     auto config = load_or_report(options.config_path);
     if (!config) return 2;
+    if (report(*config, run_preflight(*config, PreflightOptions{options.bind_check}), /*warnings=*/true)) return 2;
+    // Reads the credentials as `serve` will (size and read errors); the
+    // pre-flight has already named any file that cannot be opened.
     try {
         std::vector<std::string> warnings;
         build_state(*config, warnings);
@@ -143,14 +152,10 @@ int run_gateway(const GatewayOptions& gateway) {
     // The first real snapshot comes from the admin API's load() below, which
     // reads the config's credentials and the store; until then nothing is served.
     auto state = std::make_shared<const GatewayState>();
+    // check-config's checks, with their places in the file; the listeners are
+    // bound for real below. The warnings come again, from the first state.
+    if (report(*config, run_preflight(*config, PreflightOptions{/*bind_check=*/false}), /*warnings=*/false)) return 2;
     ensure_ca(*config);
-    if (!config->listen_admin.is_unix() && !config->admin_token_file) {
-        std::fprintf(stderr,
-                     "vaultgate: %s: admin.token_file is required when listen.admin is a TCP address "
-                     "(or use listen.admin: unix:/path)\n",
-                     path.c_str());
-        return 2;
-    }
     std::optional<std::string> admin_token;
     if (config->admin_token_file) admin_token = read_admin_token_file(*config->admin_token_file, "admin.token_file");
 

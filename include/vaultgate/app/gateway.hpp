@@ -12,8 +12,9 @@ struct GatewayOptions {
 };
 
 // Serves until SIGINT or SIGTERM. Returns the process exit code: 0 after a
-// clean drain, 2 for a config error (printed to stderr). Other failures
-// (the CA, the store, binding a listener) throw.
+// clean drain, 2 for a config error or a finding of the pre-flight (printed
+// to stderr with its place). Other failures (the CA, the store, binding a
+// listener) throw.
 int run_gateway(const GatewayOptions& options);
 
 struct CheckOptions {
@@ -21,8 +22,9 @@ struct CheckOptions {
     bool bind_check = true;  // try to bind every listener (off: --no-bind-check)
 };
 
-// Loads and builds the config without serving; 0 when it is valid, 2 (the
-// error printed to stderr) when not.
+// Loads the config and runs the pre-flight (vaultgate/app/preflight.hpp)
+// without serving; 0 when nothing is wrong (warnings printed), 2 when
+// something is, with every finding printed to stderr.
 int check_config(const CheckOptions& options);
 
 }  // namespace vaultgate

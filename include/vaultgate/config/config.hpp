@@ -11,6 +11,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace vaultgate {
@@ -85,8 +86,23 @@ struct Limits {
 // core is preempted mid-request); more threads give more throughput.
 unsigned auto_worker_threads(unsigned cores);
 
+// A place in the config file, 1-based.
+struct SourcePosition {
+    std::size_t line = 1;
+    std::size_t column = 1;
+};
+
 struct Config {
     std::string source_path;  // the file it came from, for reloads and messages
+    // Where each key's value is in the file, by key path ("upstream.ca_file",
+    // "vaults[0].credentials.API_KEY.file"), for checks made after parsing.
+    std::map<std::string, SourcePosition, std::less<>> positions;
+
+    // The place of `key_path`'s value; for a key left at its default, that of
+    // the nearest enclosing key the file gives (its section), else 1:1.
+    SourcePosition position_of(std::string_view key_path) const;
+    // "FILE:LINE:COL" for position_of(key_path).
+    std::string place_of(std::string_view key_path) const;
 
     ListenAddress listen_proxy{"127.0.0.1", 3128, {}};
     std::optional<ListenAddress> listen_transparent;

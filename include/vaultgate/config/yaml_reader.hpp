@@ -132,6 +132,10 @@ public:
     Fields fields(std::span<const std::string_view> allowed) const;
     Fields fields(std::initializer_list<std::string_view> allowed) const;
 
+    // Every key path at and under this value with the place of its value, for
+    // a document the schema has accepted (unique string keys).
+    void collect_positions(std::map<std::string, SourcePosition, std::less<>>& out) const;
+
 private:
     YAML::Mark mark() const;
     std::vector<Value> entries_of_map() const;

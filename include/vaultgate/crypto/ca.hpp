@@ -7,6 +7,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -33,6 +34,14 @@ public:
 
 // Writes DIR/ca.pem and DIR/ca-key.pem (0600). Refuses to overwrite. Throws CaError.
 void create_ca_files(const std::string& dir, const std::string& common_name);
+
+// What CertificateAuthority::load would refuse in a CA certificate and key,
+// each problem with the file it is in (for check-config, which reports both).
+struct CaFileProblems {
+    std::optional<std::string> cert;  // unreadable, not PEM, not a CA, expired
+    std::optional<std::string> key;   // unreadable, not an unencrypted PEM key, not the certificate's key
+};
+CaFileProblems check_ca_files(const std::string& cert_path, const std::string& key_path);
 
 // A minted leaf: certificate plus the shared leaf key.
 struct LeafCertificate {

@@ -92,7 +92,26 @@ std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
 Config parse_config(const std::string& yaml_text, const std::string& source_name) {
     const yaml::Reader reader(source_name);
     const auto root = reader.load(yaml_text);
-    return reader.guard([&] { return read_config(root, source_name); });
+    return reader.guard([&] {
+        Config cfg = read_config(root, source_name);
+        root.collect_positions(cfg.positions);
+        return cfg;
+    });
+}
+
+SourcePosition Config::position_of(std::string_view key_path) const {
+    for (;;) {
+        if (auto it = positions.find(key_path); it != positions.end()) return it->second;
+        // Up one level: "a.b[2]" -> "a.b" -> "a".
+        const auto cut = key_path.find_last_of(".[");
+        if (cut == std::string_view::npos) return {};
+        key_path = key_path.substr(0, cut);
+    }
+}
+
+std::string Config::place_of(std::string_view key_path) const {
+    const auto at = position_of(key_path);
+    return source_path + ":" + std::to_string(at.line) + ":" + std::to_string(at.column);
 }
 
 Config load_config_file(const std::string& path) {

@@ -204,6 +204,19 @@ Fields Value::fields(std::initializer_list<std::string_view> allowed) const {
     return fields(std::span<const std::string_view>(allowed.begin(), allowed.size()));
 }
 
+void Value::collect_positions(std::map<std::string, SourcePosition, std::less<>>& out) const {
+    const YAML::Mark at = mark();
+    // The root has no key to name; a key the file leaves out reads as 1:1.
+    if (!path_.empty() && !at.is_null())
+        out.emplace(path_,
+                    SourcePosition{static_cast<std::size_t>(at.line) + 1, static_cast<std::size_t>(at.column) + 1});
+    if (node_.IsMap()) {
+        for (const auto& e : entries_of_map()) e.collect_positions(out);
+    } else if (node_.IsSequence()) {
+        for (const auto& item : list()) item.collect_positions(out);
+    }
+}
+
 Fields Value::section(std::span<const std::string_view> allowed) const {
     if (node_.IsNull()) return {};
     return fields(allowed);

@@ -308,28 +308,62 @@ void create_ca_files(const std::string& dir, const std::string& common_name) {
     }
 }
 
+namespace {
+
+// A CA certificate that is still valid. Throws CaError naming the file.
+X509Ptr read_ca_certificate(const std::string& cert_path) {
+    BioPtr bio = open_for_reading(cert_path);
+    X509Ptr cert(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
+    if (!cert) fail(cert_path + ": not a PEM certificate");
+    // Also caches the extensions, so that later concurrent reads from mint() find
+    // them ready.
+    if (X509_check_ca(cert.get()) == 0) fail(cert_path + ": not a CA certificate");
+    if (to_time_point(X509_get0_notAfter(cert.get())) <= std::chrono::system_clock::now())
+        throw CaError(cert_path + ": CA certificate has expired");
+    return cert;
+}
+
+EvpPkeyPtr read_private_key(const std::string& key_path) {
+    BioPtr bio = open_for_reading(key_path);
+    EvpPkeyPtr key(PEM_read_bio_PrivateKey(bio.get(), nullptr, no_passphrase, nullptr));
+    if (!key) fail(key_path + ": not an unencrypted PEM private key");
+    return key;
+}
+
+void require_matching_key(X509* cert, EVP_PKEY* key, const std::string& cert_path, const std::string& key_path) {
+    if (X509_check_private_key(cert, key) != 1) fail(key_path + ": key does not match the certificate in " + cert_path);
+}
+
+}  // namespace
+
+CaFileProblems check_ca_files(const std::string& cert_path, const std::string& key_path) {
+    ERR_clear_error();
+    CaFileProblems problems;
+    X509Ptr cert;
+    EvpPkeyPtr key;
+    try {
+        cert = read_ca_certificate(cert_path);
+    } catch (const CaError& e) {
+        problems.cert = e.what();
+    }
+    try {
+        key = read_private_key(key_path);
+        if (cert) require_matching_key(cert.get(), key.get(), cert_path, key_path);
+    } catch (const CaError& e) {
+        problems.key = e.what();
+    }
+    ERR_clear_error();
+    return problems;
+}
+
 std::unique_ptr<CertificateAuthority> CertificateAuthority::load(const std::string& cert_path,
                                                                  const std::string& key_path) {
     ERR_clear_error();
     std::unique_ptr<CertificateAuthority> ca(new CertificateAuthority());
-    {
-        BioPtr bio = open_for_reading(cert_path);
-        ca->cert_.reset(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
-        if (!ca->cert_) fail(cert_path + ": not a PEM certificate");
-    }
-    {
-        BioPtr bio = open_for_reading(key_path);
-        ca->key_.reset(PEM_read_bio_PrivateKey(bio.get(), nullptr, no_passphrase, nullptr));
-        if (!ca->key_) fail(key_path + ": not an unencrypted PEM private key");
-    }
-    if (X509_check_private_key(ca->cert_.get(), ca->key_.get()) != 1)
-        fail(key_path + ": key does not match the certificate in " + cert_path);
-    // Also caches the extensions, so that later concurrent reads from mint() find
-    // them ready.
-    if (X509_check_ca(ca->cert_.get()) == 0) fail(cert_path + ": not a CA certificate");
+    ca->cert_ = read_ca_certificate(cert_path);
+    ca->key_ = read_private_key(key_path);
+    require_matching_key(ca->cert_.get(), ca->key_.get(), cert_path, key_path);
     ca->is_root_ = X509_check_issued(ca->cert_.get(), ca->cert_.get()) == X509_V_OK;
-    if (to_time_point(X509_get0_notAfter(ca->cert_.get())) <= std::chrono::system_clock::now())
-        throw CaError(cert_path + ": CA certificate has expired");
 
     // One key pair for every leaf, as mitmproxy and Squid do: minting is then a
     // signature, not a key generation, and the cache stays cheap.

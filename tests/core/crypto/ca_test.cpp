@@ -356,6 +356,33 @@ TEST_F(CaTest, LoadRefusesALeafAsCa) {
     }
 }
 
+// check-config reports a problem with each file, where load stops at the first.
+TEST_F(CaTest, CheckCaFilesNamesTheProblemOfEachFile) {
+    TempDir tmp;
+    const auto cert = dir().file("ca.pem");
+    const auto key = dir().file("ca-key.pem");
+    auto ok = check_ca_files(cert, key);
+    EXPECT_FALSE(ok.cert) << *ok.cert;
+    EXPECT_FALSE(ok.key) << *ok.key;
+
+    create_ca_files(tmp.file("other"), "other");
+    auto mismatch = check_ca_files(cert, tmp.file("other/ca-key.pem"));
+    EXPECT_FALSE(mismatch.cert);
+    ASSERT_TRUE(mismatch.key);
+    EXPECT_EQ(mismatch.key->rfind(tmp.file("other/ca-key.pem") + ": key does not match the certificate in " + cert, 0),
+              0u)
+        << *mismatch.key;
+
+    auto leaf = ca().mint("leaf.example.com");
+    write_pem_files(leaf->cert.get(), leaf->key.get(), tmp.file("leaf.pem"), tmp.file("leaf-key.pem"));
+    auto both = check_ca_files(tmp.file("leaf.pem"), tmp.file("missing-key.pem"));
+    ASSERT_TRUE(both.cert);
+    EXPECT_EQ(*both.cert, tmp.file("leaf.pem") + ": not a CA certificate");
+    ASSERT_TRUE(both.key);
+    EXPECT_EQ(*both.key, tmp.file("missing-key.pem") + ": cannot open: No such file or directory");
+    EXPECT_EQ(ERR_peek_error(), 0u);
+}
+
 TEST_F(CaTest, LoadsAnRsaCa) {
     // Operators may bring their own CA; the leaves stay P-256 regardless.
     TempDir tmp;
