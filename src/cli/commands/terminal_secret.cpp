@@ -25,7 +25,7 @@ struct termios saved_terminal;
 volatile std::sig_atomic_t echo_is_off = 0;
 
 void restore_terminal() {
-    if (echo_is_off) ::tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved_terminal);
+    if (echo_is_off) ::tcsetattr(STDIN_FILENO, TCSANOW, &saved_terminal);
     echo_is_off = 0;
 }
 
@@ -52,7 +52,7 @@ public:
         quiet.c_lflag &= ~static_cast<tcflag_t>(ECHO);
         quiet.c_lflag |= ECHONL;  // the Enter key still moves to a new line
         echo_is_off = 1;
-        if (::tcsetattr(STDIN_FILENO, TCSAFLUSH, &quiet) != 0) {
+        if (::tcsetattr(STDIN_FILENO, TCSANOW, &quiet) != 0) {
             echo_is_off = 0;
             restore_handlers();
             throw std::runtime_error(std::string("turning off the terminal's echo: ") + std::strerror(errno));
