@@ -1,4 +1,5 @@
 #include "cli/admin_client.hpp"
+#include "cli/admin_connection.hpp"
 
 #include "vaultgate/credentials/admin_token.hpp"
 #include "vaultgate/credentials/bootstrap_env.hpp"
@@ -23,23 +24,10 @@
 namespace vaultgate::cli {
 
 AdminClient admin_client_from(const CommandLine& command_line) {
-    std::string url = "http://127.0.0.1:3190";
-    if (auto given = command_line.value("--admin")) {
-        url = *given;
-    } else if (const char* env = std::getenv("VAULTGATE_ADMIN"); env != nullptr && *env != '\0') {
-        url = env;
-    }
-    std::optional<std::string> token_file = command_line.value("--token-file");
-    if (!token_file)
-        if (const char* env = std::getenv("VAULTGATE_ADMIN_TOKEN_FILE"); env != nullptr && *env != '\0')
-            token_file = env;
-    std::optional<Secret> token;
-    if (token_file) {
-        std::string text = read_admin_token_file(*token_file, "token file");
-        token.emplace(std::move(text));
-        wipe_string(text);
-    }
-    return AdminClient(parse_admin_url(url), std::move(token));
+    AdminConnection connection;
+    connection.admin = command_line.value("--admin").value_or("");
+    connection.token_file = command_line.value("--token-file").value_or("");
+    return open_admin(connection);
 }
 
 // ---- answers ---------------------------------------------------------------

@@ -73,9 +73,8 @@ private:
     std::optional<Secret> token_;
 };
 
-// The URL from --admin, else $VAULTGATE_ADMIN, else http://127.0.0.1:3190; the
-// token from --token-file, else the file named by $VAULTGATE_ADMIN_TOKEN_FILE,
-// else none (enough for a unix socket).
+// open_admin (cli/admin_connection.hpp) for the --admin and --token-file of a
+// command that still reads its own arguments.
 AdminClient admin_client_from(const CommandLine& command_line);
 
 // ---- answers ---------------------------------------------------------------

@@ -66,21 +66,6 @@ CommandLine parse_command_line(const Args& args, const OptionSpec& spec) {
     return out;
 }
 
-std::pair<std::string, Args> split_subcommand(const Args& args) {
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        const std::string& arg = args[i];
-        if (listed(admin_options.with_value, arg)) {
-            ++i;  // skip its value
-            continue;
-        }
-        if (arg.rfind("--", 0) == 0) continue;
-        Args rest(args.begin(), args.begin() + static_cast<std::ptrdiff_t>(i));
-        rest.insert(rest.end(), args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
-        return {arg, rest};
-    }
-    return {"", args};
-}
-
 std::uint64_t parse_number(std::string_view text, std::string_view option, std::uint64_t min, std::uint64_t max) {
     std::uint64_t n = 0;
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);

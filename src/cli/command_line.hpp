@@ -1,6 +1,7 @@
 #pragma once
-// The one command-line reader of the vaultgate binary: every command declares
-// the options it takes and reads them through a CommandLine.
+// The command-line reader of the commands CLI11 does not parse yet
+// (bootstrap): it declares the options it takes and reads them through a
+// CommandLine.
 #include "cli/command_tree.hpp"
 #include "cli/commands.hpp"
 
@@ -34,15 +35,7 @@ struct OptionSpec {
     bool ignore_unknown = false;
 };
 
-// The options every admin command takes, beside its own.
-inline const OptionSpec admin_options{{"--admin", "--token-file"}, {"--json"}};
-
 CommandLine parse_command_line(const Args& args, const OptionSpec& spec);
-
-// "vault --json list" and "vault list --json" alike: the first argument that is
-// neither an admin option nor its value names the subcommand. Returns it (empty
-// when there is none) and the arguments without it.
-std::pair<std::string, Args> split_subcommand(const Args& args);
 
 // A whole number in [min, max], else a UsageError naming the option.
 std::uint64_t parse_number(std::string_view text, std::string_view option, std::uint64_t min, std::uint64_t max);

@@ -14,7 +14,11 @@ using CommandRun = std::function<int()>;
 
 void add_serve_commands(CLI::App& root, CommandRun& run);  // serve, check-config
 void add_ca_command(CLI::App& root, CommandRun& run);
-void add_admin_commands(CLI::App& root, CommandRun& run);  // vault, session, logs
+void add_vault_commands(CLI::App& root, CommandRun& run);
+void add_session_commands(CLI::App& root, CommandRun& run);
+void add_logs_command(CLI::App& root, CommandRun& run);
 void add_bootstrap_command(CLI::App& root, CommandRun& run);
+// `completion bash`: the script is read from the finished tree.
+void add_completion_command(CLI::App& root, CommandRun& run);
 
 }  // namespace vaultgate::cli

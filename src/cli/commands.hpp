@@ -9,9 +9,6 @@ namespace vaultgate::cli {
 
 using Args = std::vector<std::string>;
 
-int vault_command(const Args& args);
-int session_command(const Args& args);
-int logs_command(const Args& args);
 int bootstrap_command(const Args& args);
 
 struct UsageError : std::runtime_error {

@@ -27,7 +27,9 @@ int main(int argc, char** argv) {
     CommandRun run;
     add_serve_commands(root, run);
     add_ca_command(root, run);
-    add_admin_commands(root, run);
+    add_vault_commands(root, run);
+    add_session_commands(root, run);
+    add_logs_command(root, run);
     add_bootstrap_command(root, run);
     root.add_subcommand("version", "Print the version and exit")->callback([&run] {
         run = [] {
@@ -41,6 +43,8 @@ int main(int argc, char** argv) {
             return 0;
         };
     });
+
+    add_completion_command(root, run);  // last: it reads the whole tree
 
     try {
         root.parse(argc, argv);

@@ -97,7 +97,9 @@ int report_parse_error(const CLI::App& root, const CLI::ParseError& error) {
     } else if (app == &root) {
         std::fprintf(stderr, "%s: a command is required\n%s", command.c_str(), root.help().c_str());
         return 2;
-    } else if (!message.empty()) {
+    } else if (message.size() > 1 && std::islower(static_cast<unsigned char>(message[1]))) {
+        // "Option --x is required" reads on after the command name; "VAULT is
+        // required" keeps the positional's name as written.
         message[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(message[0])));
     }
     std::fprintf(stderr, "%s: %s\n%ssee '%s --help'\n", command.c_str(), message.c_str(), hint.c_str(),
