@@ -1,6 +1,7 @@
 #pragma once
 // The one command-line reader of the vaultgate binary: every command declares
 // the options it takes and reads them through a CommandLine.
+#include "cli/command_tree.hpp"
 #include "cli/commands.hpp"
 
 #include <cstdint>
@@ -45,5 +46,10 @@ std::pair<std::string, Args> split_subcommand(const Args& args);
 
 // A whole number in [min, max], else a UsageError naming the option.
 std::uint64_t parse_number(std::string_view text, std::string_view option, std::uint64_t min, std::uint64_t max);
+
+// A subcommand that reads its own arguments with parse_command_line: CLI11
+// hands it everything after its name (its --help excepted).
+void add_self_parsed_command(CLI::App& root, const char* name, const char* description,
+                             int (*command)(const Args&), CommandRun& run);
 
 }  // namespace vaultgate::cli

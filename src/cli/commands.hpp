@@ -9,15 +9,10 @@ namespace vaultgate::cli {
 
 using Args = std::vector<std::string>;
 
-int serve(const Args& args);  // --config FILE [--allow-rollback]
-int check_config(const Args& args);
-int ca_command(const Args& args);
 int vault_command(const Args& args);
 int session_command(const Args& args);
 int logs_command(const Args& args);
 int bootstrap_command(const Args& args);
-
-void print_usage(bool to_stderr);
 
 struct UsageError : std::runtime_error {
     using std::runtime_error::runtime_error;

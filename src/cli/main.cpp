@@ -1,10 +1,13 @@
 // vaultgate: an egress gateway that keeps API keys out of sandboxes.
+#include "cli/command_tree.hpp"
 #include "cli/commands.hpp"
+#include "cli/option_hint.hpp"
 #include "vaultgate/credentials/admin_token.hpp"
 #include "vaultgate/mem/block_cache.hpp"
 
 #include <cstdio>
 #include <exception>
+#include <string>
 
 namespace {
 
@@ -17,41 +20,52 @@ namespace {
 
 int main(int argc, char** argv) {
     using namespace vaultgate::cli;
-    Args args(argv + 1, argv + argc);
-    if (args.empty()) {
-        print_usage(true);
-        return 2;
-    }
-    const std::string command = args.front();
-    Args rest(args.begin() + 1, args.end());
-    try {
-        if (command == "--version" || command == "version") {
+    CLI::App root{"vaultgate: an egress gateway that keeps API keys out of sandboxes.", "vaultgate"};
+    root.footer("Exit codes: 0 ok, 1 runtime failure, 2 usage or config error.");
+    root.set_version_flag("--version", std::string("vaultgate ") + VAULTGATE_VERSION, "Print the version and exit");
+    root.require_subcommand(1);
+    CommandRun run;
+    add_serve_commands(root, run);
+    add_ca_command(root, run);
+    add_admin_commands(root, run);
+    add_bootstrap_command(root, run);
+    root.add_subcommand("version", "Print the version and exit")->callback([&run] {
+        run = [] {
             std::printf("vaultgate %s\n", VAULTGATE_VERSION);
             return 0;
-        }
-        if (command == "--help" || command == "-h" || command == "help") {
-            print_usage(false);
+        };
+    });
+    root.add_subcommand("help", "Print this help and exit")->callback([&run, &root] {
+        run = [&root] {
+            std::fputs(root.help().c_str(), stdout);
             return 0;
-        }
-        if (command == "serve") return serve(rest);
-        if (command == "check-config") return check_config(rest);
-        if (command == "ca") return ca_command(rest);
-        if (command == "vault") return vault_command(rest);
-        if (command == "session") return session_command(rest);
-        if (command == "logs") return logs_command(rest);
-        if (command == "bootstrap") return bootstrap_command(rest);
-        std::fprintf(stderr, "vaultgate: unknown command '%s'\n", command.c_str());
-        print_usage(true);
-        return 2;
+        };
+    });
+
+    try {
+        root.parse(argc, argv);
+    } catch (const CLI::CallForHelp&) {
+        std::fputs(root.help().c_str(), stdout);  // the chosen subcommand's help
+        return 0;
+    } catch (const CLI::CallForVersion& e) {
+        std::printf("%s\n", e.what());
+        return 0;
+    } catch (const CLI::ParseError& e) {
+        return report_parse_error(root, e);
+    }
+
+    const std::string command = chosen_command_path(root);
+    try {
+        return run();
     } catch (const UsageError& e) {
-        std::fprintf(stderr, "vaultgate %s: %s\n", command.c_str(), e.what());
+        std::fprintf(stderr, "%s: %s\n", command.c_str(), e.what());
         return 2;
     } catch (const vaultgate::AdminTokenError& e) {
         // The token file given is wrong: a usage error like the others.
-        std::fprintf(stderr, "vaultgate %s: %s\n", command.c_str(), e.what());
+        std::fprintf(stderr, "%s: %s\n", command.c_str(), e.what());
         return 2;
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "vaultgate %s: %s\n", command.c_str(), e.what());
+        std::fprintf(stderr, "%s: %s\n", command.c_str(), e.what());
         return 1;
     }
 }

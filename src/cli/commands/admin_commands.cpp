@@ -433,4 +433,10 @@ int logs_command(const Args& args) {
     });
 }
 
+void add_admin_commands(CLI::App& root, CommandRun& run) {
+    add_self_parsed_command(root, "vault", "Manage vaults, credentials and services (admin API)", vault_command, run);
+    add_self_parsed_command(root, "session", "Create and delete sessions (admin API)", session_command, run);
+    add_self_parsed_command(root, "logs", "Read the recent access log (admin API)", logs_command, run);
+}
+
 }  // namespace vaultgate::cli

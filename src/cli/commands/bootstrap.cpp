@@ -439,4 +439,10 @@ int bootstrap_command(const Args& args) {
     return rc;
 }
 
+void add_bootstrap_command(CLI::App& root, CommandRun& run) {
+    add_self_parsed_command(root, "bootstrap",
+                            "Turn a sandbox's env object (stdin) into a vault, a session and a placeholder env",
+                            bootstrap_command, run);
+}
+
 }  // namespace vaultgate::cli
