@@ -16,5 +16,6 @@ void add_serve_commands(CLI::App& root, CommandRun& run);  // serve, check-confi
 void add_ca_command(CLI::App& root, CommandRun& run);
 void add_admin_commands(CLI::App& root, CommandRun& run);  // vault, session, logs
 void add_bootstrap_command(CLI::App& root, CommandRun& run);
+void add_explain_command(CLI::App& root, CommandRun& run);
 
 }  // namespace vaultgate::cli
