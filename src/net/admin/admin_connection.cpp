@@ -127,7 +127,9 @@ awaitable<void> serve_admin_connection(Socket socket, std::shared_ptr<void> hold
             }
             request->body = std::move(parser.get().body());
             if (settings->runtime && is_explain_request(*request)) {
-                reply = co_await answer_explain(settings->runtime, std::move(*request));
+                // A named awaitable: GCC 12 mishandles temporaries built inside co_await.
+                auto explained = answer_explain(settings->runtime, std::move(*request));
+                reply = co_await std::move(explained);
             } else {
                 try {
                     reply = settings->handler(*request);
