@@ -20,7 +20,7 @@ protected:
     ExplainCommandTest() : pki_(dir_) {
         token_file_ = dir_.write("admin.token", std::string(serve_admin_token) + "\n");
         dir_.write("master.key", std::string(32, 'c'));
-        std::string yaml = "listen: { proxy: 127.0.0.1:0, admin: 127.0.0.1:0 }\n";
+        std::string yaml = "listen:\n  proxy: 127.0.0.1:0\n  admin: 127.0.0.1:0\n";
         yaml += "ca: { cert: " + pki_.proxy_ca_cert + ", key: " + pki_.proxy_ca_key + " }\n";
         yaml += "upstream:\n  resolve: { internal.test: 10.20.30.40, api.bound.test: 127.0.0.1 }\n";
         yaml +=
