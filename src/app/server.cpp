@@ -79,16 +79,9 @@ public:
             const AdminLimits admin_limits{limits.admin_connections, limits.header_timeout};
             admin_listener_ =
                 std::make_unique<AdminListener>(admin_context_, runtime_->config.listen_admin, options_.admin_handler,
-                                                options_.admin_token, admin_limits);
+                                                options_.admin_token, admin_limits, runtime_);
             admin_listener_->start();
             if (auto ep = admin_listener_->tcp_endpoint()) runtime_->self_endpoints.push_back(*ep);
-            admin_thread_ = std::thread([this] {
-                try {
-                    admin_context_.run();
-                } catch (const std::exception& e) {
-                    log_error(std::string("admin: unexpected exception: ") + e.what());
-                }
-            });
         } else if (!runtime_->config.listen_admin.is_unix()) {
             // Not served here, but still never a destination.
             auto admin = endpoint_of(runtime_->config.listen_admin);
@@ -104,6 +97,15 @@ public:
                                if (e) log_error("transparent accept loop ended with an exception");
                            });
         }
+        // Once every listener is in self_endpoints, which POST /v1/explain reads on this thread.
+        if (admin_listener_)
+            admin_thread_ = std::thread([this] {
+                try {
+                    admin_context_.run();
+                } catch (const std::exception& e) {
+                    log_error(std::string("admin: unexpected exception: ") + e.what());
+                }
+            });
         asio::co_spawn(main, accept_loop(runtime_, proxy_acceptor_.get(), this, &handle_proxy_client),
                        [](std::exception_ptr e) {
                            if (e) log_error("accept loop ended with an exception");

@@ -18,6 +18,7 @@ void add_vault_commands(CLI::App& root, CommandRun& run);
 void add_session_commands(CLI::App& root, CommandRun& run);
 void add_logs_command(CLI::App& root, CommandRun& run);
 void add_bootstrap_command(CLI::App& root, CommandRun& run);
+void add_explain_command(CLI::App& root, CommandRun& run);
 // `completion bash`: the script is read from the finished tree.
 void add_completion_command(CLI::App& root, CommandRun& run);
 

@@ -69,14 +69,50 @@ std::string deny_reason_advice(DenyReason r, const Authority& dest);
 // The package-manager bundle (PyPI, npm, Debian/Ubuntu, crates.io, Go, RubyGems, Maven).
 const std::vector<DomainRule>& package_manager_domains();
 
+// The setting that decided, so that a decision can be explained by the key
+// an operator would change (`vaultgate explain`).
+enum class PolicyKey {
+    none,
+    allow_https,
+    allow_http,
+    allowed_domains,         // `domain` is the rule that matched, if any
+    allow_package_managers,  // `domain` is the bundle's rule that matched
+    allowed_cidrs,           // `cidr` is the range that matched, if any
+    upstream_resolve,        // the address was pinned by the operator
+    address_class,           // the address's class decided
+};
+
+// "allow_https", "allowed_domains", "upstream.resolve", "address_class", ...
+std::string_view policy_key_name(PolicyKey key);
+
+struct DestinationVerdict {
+    DenyReason reason = DenyReason::none;
+    PolicyKey key = PolicyKey::none;
+    const DomainRule* domain = nullptr;  // points into the policy or the bundle
+    const Cidr* cidr = nullptr;          // points into the policy
+};
+
 // Name-level decision: may this session reach dest at all? Does not look at addresses.
-DenyReason check_destination(const EgressPolicy& policy, const Authority& dest, EgressKind kind);
+DestinationVerdict judge_destination(const EgressPolicy& policy, const Authority& dest, EgressKind kind);
+inline DenyReason check_destination(const EgressPolicy& policy, const Authority& dest, EgressKind kind) {
+    return judge_destination(policy, dest, kind).reason;
+}
+
+struct AddressVerdict {
+    DenyReason reason = DenyReason::none;
+    PolicyKey key = PolicyKey::address_class;
+    const Cidr* cidr = nullptr;  // allowed_cidrs: the range that matched
+    AddressClass address_class = AddressClass::global;
+};
 
 // Address-level decision for one resolved (or literal) address. `operator_pinned`
 // is true when the address came from upstream.resolve (operator-chosen, exempt
 // from the private-address rule). Self-connections are checked separately by the
 // caller, which knows the listeners.
-DenyReason check_address(const EgressPolicy& policy, const IpAddress& addr, bool operator_pinned);
+AddressVerdict judge_address(const EgressPolicy& policy, const IpAddress& addr, bool operator_pinned);
+inline DenyReason check_address(const EgressPolicy& policy, const IpAddress& addr, bool operator_pinned) {
+    return judge_address(policy, addr, operator_pinned).reason;
+}
 
 // The ClientHello a client sent first through a tunnel to `dest` (allowed by
 // `policy`): a readable hello must name dest's host, or, when dest is an IP

@@ -105,6 +105,13 @@ std::string serialize_response_head(const ResponseHead& head);
 
 bool iequals(std::string_view a, std::string_view b);
 
+// Splits "<scheme>authority/path?q" (`scheme` such as "http://", matched in
+// any letter case) into the authority and the origin-form rest, without the
+// fragment. False for another scheme, or for userinfo
+// ("http://allowed@evil/"), which only ever confuses readers.
+bool split_absolute_url(std::string_view url, std::string_view scheme, std::string_view& authority,
+                        std::string& origin_form);
+
 struct ChunkLimits {
     std::size_t max_chunk_size_digits = 16;  // hex digits in a chunk-size
     std::size_t max_extension_bytes = 1024;  // per chunk line

@@ -26,23 +26,30 @@ bool port_matches(const DomainRule& rule, std::uint16_t port, EgressKind kind) {
 
 enum class RuleMatch { none, host_only, full };
 
-RuleMatch match_rules(const std::vector<DomainRule>& rules, const Authority& dest, EgressKind kind) {
-    RuleMatch best = RuleMatch::none;
+// The best match among `rules`, and the rule that gave it.
+struct RuleHit {
+    RuleMatch match = RuleMatch::none;
+    const DomainRule* rule = nullptr;
+};
+
+RuleHit match_rules(const std::vector<DomainRule>& rules, const Authority& dest, EgressKind kind) {
+    RuleHit best;
     for (const auto& rule : rules) {
         if (!rule.matches_host(dest.host)) continue;
-        if (port_matches(rule, dest.port, kind)) return RuleMatch::full;
-        best = RuleMatch::host_only;
+        if (port_matches(rule, dest.port, kind)) return {RuleMatch::full, &rule};
+        if (best.match == RuleMatch::none) best = {RuleMatch::host_only, &rule};
     }
     return best;
 }
 
-DenyReason check_ip_literal(const EgressPolicy& policy, const Authority& dest) {
+DestinationVerdict check_ip_literal(const EgressPolicy& policy, const Authority& dest) {
+    DestinationVerdict verdict{DenyReason::ip_literal_not_allowed, PolicyKey::allowed_cidrs};
     auto addr = parse_ip_strict(dest.host);
-    if (!addr) return DenyReason::ip_literal_not_allowed;
+    if (!addr) return verdict;
     for (const auto& cidr : policy.allowed_cidrs) {
-        if (cidr.contains(*addr)) return DenyReason::none;
+        if (cidr.contains(*addr)) return {DenyReason::none, PolicyKey::allowed_cidrs, nullptr, &cidr};
     }
-    return DenyReason::ip_literal_not_allowed;
+    return verdict;
 }
 
 DenyReason deny_for_class(AddressClass c) {
@@ -180,6 +187,28 @@ std::string_view deny_reason_name(DenyReason r) {
     return "unknown";
 }
 
+std::string_view policy_key_name(PolicyKey key) {
+    switch (key) {
+        case PolicyKey::none:
+            return "none";
+        case PolicyKey::allow_https:
+            return "allow_https";
+        case PolicyKey::allow_http:
+            return "allow_http";
+        case PolicyKey::allowed_domains:
+            return "allowed_domains";
+        case PolicyKey::allow_package_managers:
+            return "allow_package_managers";
+        case PolicyKey::allowed_cidrs:
+            return "allowed_cidrs";
+        case PolicyKey::upstream_resolve:
+            return "upstream.resolve";
+        case PolicyKey::address_class:
+            return "address_class";
+    }
+    return "none";
+}
+
 std::string deny_reason_advice(DenyReason r, const Authority& dest) {
     const std::string where = quoted_destination(dest);
     const std::string cidrs = "egress_policies.<policy>.allowed_cidrs";
@@ -239,25 +268,31 @@ std::string deny_reason_advice(DenyReason r, const Authority& dest) {
     return "The destination is refused by egress_policies.<policy>.";
 }
 
-DenyReason check_destination(const EgressPolicy& policy, const Authority& dest, EgressKind kind) {
-    if (kind == EgressKind::connect && !policy.allow_https) return DenyReason::https_not_allowed;
-    if (kind == EgressKind::plain_http && !policy.allow_http) return DenyReason::http_not_allowed;
+DestinationVerdict judge_destination(const EgressPolicy& policy, const Authority& dest, EgressKind kind) {
+    if (kind == EgressKind::connect && !policy.allow_https)
+        return {DenyReason::https_not_allowed, PolicyKey::allow_https};
+    if (kind == EgressKind::plain_http && !policy.allow_http)
+        return {DenyReason::http_not_allowed, PolicyKey::allow_http};
     if (dest.kind != HostKind::name) return check_ip_literal(policy, dest);
 
-    RuleMatch match = match_rules(policy.allowed_domains, dest, kind);
-    if (match != RuleMatch::full && policy.allow_package_managers) {
-        RuleMatch bundle = match_rules(package_manager_domains(), dest, kind);
-        if (bundle != RuleMatch::none) match = bundle;
+    RuleHit hit = match_rules(policy.allowed_domains, dest, kind);
+    PolicyKey key = PolicyKey::allowed_domains;
+    if (hit.match != RuleMatch::full && policy.allow_package_managers) {
+        RuleHit bundle = match_rules(package_manager_domains(), dest, kind);
+        if (bundle.match != RuleMatch::none) {
+            hit = bundle;
+            key = PolicyKey::allow_package_managers;
+        }
     }
-    switch (match) {
+    switch (hit.match) {
         case RuleMatch::full:
-            return DenyReason::none;
+            return {DenyReason::none, key, hit.rule};
         case RuleMatch::host_only:
-            return DenyReason::port_not_allowed;
+            return {DenyReason::port_not_allowed, key, hit.rule};
         case RuleMatch::none:
             break;
     }
-    return DenyReason::domain_not_allowed;
+    return {DenyReason::domain_not_allowed, PolicyKey::allowed_domains};
 }
 
 DenyReason check_tunnel_sni(const EgressPolicy& policy, const Authority& dest, const HelloResult& hello) {
@@ -281,14 +316,24 @@ DenyReason check_tunnel_sni(const EgressPolicy& policy, const Authority& dest, c
                                                                                      : DenyReason::sni_mismatch;
 }
 
-DenyReason check_address(const EgressPolicy& policy, const IpAddress& addr, bool operator_pinned) {
+AddressVerdict judge_address(const EgressPolicy& policy, const IpAddress& addr, bool operator_pinned) {
+    AddressVerdict verdict;
+    verdict.address_class = classify_address(addr);
     // An explicit CIDR is the operator saying "yes, this one", so it wins over
     // the class; the caller still refuses the proxy's own listeners.
     for (const auto& cidr : policy.allowed_cidrs) {
-        if (cidr.contains(addr)) return DenyReason::none;
+        if (cidr.contains(addr)) {
+            verdict.key = PolicyKey::allowed_cidrs;
+            verdict.cidr = &cidr;
+            return verdict;
+        }
     }
-    if (operator_pinned) return DenyReason::none;
-    return deny_for_class(classify_address(addr));
+    if (operator_pinned) {
+        verdict.key = PolicyKey::upstream_resolve;
+        return verdict;
+    }
+    verdict.reason = deny_for_class(verdict.address_class);
+    return verdict;
 }
 
 }  // namespace vaultgate

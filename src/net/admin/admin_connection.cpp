@@ -4,6 +4,7 @@
 #include "net/admin/admin_connection.hpp"
 
 #include "net/admin/admin_wire.hpp"
+#include "net/admin/explain_endpoint.hpp"
 #include "net/io/watchdog.hpp"
 #include "vaultgate/observe/diag_log.hpp"
 #include "vaultgate/util/secret.hpp"
@@ -125,11 +126,17 @@ awaitable<void> serve_admin_connection(Socket socket, std::shared_ptr<void> hold
                 }
             }
             request->body = std::move(parser.get().body());
-            try {
-                reply = settings->handler(*request);
-            } catch (const std::exception& e) {
-                log_error(std::string("admin: handler failed: ") + e.what());
-                reply = listener_error(500, "internal_error", "the request could not be completed");
+            if (settings->runtime && is_explain_request(*request)) {
+                // A named awaitable: GCC 12 mishandles temporaries built inside co_await.
+                auto explained = answer_explain(settings->runtime, std::move(*request));
+                reply = co_await std::move(explained);
+            } else {
+                try {
+                    reply = settings->handler(*request);
+                } catch (const std::exception& e) {
+                    log_error(std::string("admin: handler failed: ") + e.what());
+                    reply = listener_error(500, "internal_error", "the request could not be completed");
+                }
             }
             // The body may have carried a credential value.
             wipe_string(request->body);

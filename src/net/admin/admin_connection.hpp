@@ -12,6 +12,8 @@
 
 namespace vaultgate::net {
 
+struct Runtime;
+
 // What one listener allows: the connections it serves at once (more are reset
 // on accept) and the time a request head and body may take together.
 struct AdminLimits {
@@ -23,6 +25,9 @@ struct AdminConnectionSettings {
     std::function<AdminResponse(const AdminRequest&)> handler;
     std::optional<std::string> token;  // none: every request is let in (unix socket)
     AdminLimits limits;
+    // The proxy's runtime, for POST /v1/explain (explain_endpoint.hpp); without
+    // it that path goes to `handler` like any other.
+    std::shared_ptr<const Runtime> runtime;
 };
 
 // Serves `socket` until the peer closes, a reply closes it or a deadline cuts

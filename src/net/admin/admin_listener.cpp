@@ -81,16 +81,18 @@ awaitable<void> admin_accept_loop(Acceptor* acceptor, std::shared_ptr<const Admi
 
 std::shared_ptr<const AdminConnectionSettings> AdminListener::settings(std::optional<std::string> token) const {
     return std::make_shared<const AdminConnectionSettings>(
-        AdminConnectionSettings{handler_, std::move(token), limits_});
+        AdminConnectionSettings{handler_, std::move(token), limits_, runtime_});
 }
 
 AdminListener::AdminListener(asio::io_context& ioc, ListenAddress address, Handler handler,
-                             std::optional<std::string> token, AdminLimits limits)
+                             std::optional<std::string> token, AdminLimits limits,
+                             std::shared_ptr<const Runtime> runtime)
     : ioc_(ioc),
       address_(std::move(address)),
       handler_(std::move(handler)),
       token_(std::move(token)),
-      limits_(limits) {}
+      limits_(limits),
+      runtime_(std::move(runtime)) {}
 
 AdminListener::~AdminListener() {
     if (!address_.unix_path.empty() && unix_acceptor_) {

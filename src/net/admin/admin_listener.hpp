@@ -16,8 +16,9 @@ class AdminListener {
 public:
     using Handler = std::function<AdminResponse(const AdminRequest&)>;
 
+    // With `runtime`, the listener answers POST /v1/explain itself (explain_endpoint.hpp).
     AdminListener(asio::io_context& ioc, ListenAddress address, Handler handler, std::optional<std::string> token,
-                  AdminLimits limits);
+                  AdminLimits limits, std::shared_ptr<const Runtime> runtime = nullptr);
     ~AdminListener();
 
     void start();  // binds (throws std::runtime_error naming the address) and accepts
@@ -32,6 +33,7 @@ private:
     Handler handler_;
     std::optional<std::string> token_;
     AdminLimits limits_;
+    std::shared_ptr<const Runtime> runtime_;
     std::unique_ptr<tcp::acceptor> tcp_acceptor_;
     std::unique_ptr<asio::local::stream_protocol::acceptor> unix_acceptor_;
 };

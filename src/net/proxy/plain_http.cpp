@@ -12,26 +12,6 @@ namespace vaultgate::net {
 
 namespace {
 
-// Splits "http://authority/path?q" into the authority and the origin-form rest.
-bool split_http_url(std::string_view target, std::string_view& authority, std::string& origin_form) {
-    constexpr std::string_view scheme = "http://";
-    if (target.size() <= scheme.size() || !iequals(target.substr(0, scheme.size()), scheme)) return false;
-    auto rest = target.substr(scheme.size());
-    auto end = rest.find_first_of("/?#");
-    authority = rest.substr(0, end);
-    if (end == std::string_view::npos)
-        origin_form = "/";
-    else if (rest[end] == '/')
-        origin_form = std::string(rest.substr(end));
-    else if (rest[end] == '?')
-        origin_form = "/" + std::string(rest.substr(end));
-    else
-        origin_form = "/";  // a fragment is not sent
-    if (auto hash = origin_form.find('#'); hash != std::string::npos) origin_form.resize(hash);
-    // Userinfo ("http://allowed@evil/") is refused: it only ever confuses readers.
-    return authority.find('@') == std::string_view::npos;
-}
-
 // The pipeline's front (pipeline.hpp) for the one request of a plain
 // connection: HTTP/1.1 over TCP on both sides.
 class PlainFront {
@@ -135,7 +115,7 @@ awaitable<void> handle_plain_http(ClientContext& ctx, tcp::socket& client, ReadB
                                   std::optional<tcp::endpoint> required) {
     std::string_view authority_text;
     std::string origin_form;
-    if (!split_http_url(req.target, authority_text, origin_form)) {
+    if (!split_absolute_url(req.target, "http://", authority_text, origin_form)) {
         co_await answer_refusal(
             ctx, malformed_site(start),
             refusal(400, "not_a_proxy_request", "send CONNECT host:port, or an absolute-form http:// request",

@@ -154,50 +154,61 @@ bool is_own_connection(const Runtime& rt, const tcp::socket& client, const std::
     return rt.outbound_sockets.contains(peer, local) || (original && rt.outbound_sockets.contains(peer, *original));
 }
 
-awaitable<DialOutcome> dial_checked(const Runtime& rt, const EgressPolicy& policy, const Authority& dest,
-                                    tcp::socket& socket, Watchdog& watchdog, std::optional<tcp::endpoint> required) {
-    DialOutcome out;
-    std::vector<tcp::endpoint> candidates;
-    bool pinned = false;
-
+awaitable<Candidates> find_candidates(const Runtime& rt, const Authority& dest) {
+    Candidates out;
     if (dest.kind != HostKind::name) {
+        out.source = AddressSource::literal;
         auto ip = parse_ip_strict(dest.host);
         if (!ip) {
             out.denied = DenyReason::ip_literal_not_allowed;
             co_return out;
         }
-        candidates.emplace_back(to_asio(*ip), dest.port);
+        out.endpoints.emplace_back(to_asio(*ip), dest.port);
     } else if (auto it = rt.config.upstream_resolve.find(dest.host); it != rt.config.upstream_resolve.end()) {
+        out.source = AddressSource::pinned;
         auto ip = parse_ip_strict(it->second);
         if (!ip) {
             out.error = asio::error::host_not_found;
-            out.resolving = true;
             co_return out;
         }
-        pinned = true;
-        candidates.emplace_back(to_asio(*ip), dest.port);
+        out.endpoints.emplace_back(to_asio(*ip), dest.port);
     } else {
         auto resolved = co_await rt.resolver->resolve(dest.host, dest.port, rt.config.limits.connect_timeout);
-        out.resolving = resolved.timed_out || resolved.error;
-        if (resolved.timed_out) {
-            out.timed_out = true;
-            co_return out;
-        }
-        if (resolved.error) {
-            out.error = resolved.error;
-            co_return out;
-        }
-        candidates = std::move(resolved.endpoints);
+        out.timed_out = resolved.timed_out;
+        out.error = resolved.error;
+        out.endpoints = std::move(resolved.endpoints);
     }
+    co_return out;
+}
+
+AddressVerdict check_endpoint(const Runtime& rt, const EgressPolicy& policy, const tcp::endpoint& ep, bool pinned) {
+    AddressVerdict verdict = judge_address(policy, to_ip_address(ep.address()), pinned);
+    if (is_self_endpoint(rt, ep)) {
+        verdict.reason = DenyReason::self_connection;
+        verdict.key = PolicyKey::none;
+        verdict.cidr = nullptr;
+    }
+    return verdict;
+}
+
+awaitable<DialOutcome> dial_checked(const Runtime& rt, const EgressPolicy& policy, const Authority& dest,
+                                    tcp::socket& socket, Watchdog& watchdog, std::optional<tcp::endpoint> required) {
+    DialOutcome out;
+    Candidates found = co_await find_candidates(rt, dest);
+    if (found.denied != DenyReason::none || found.error || found.timed_out) {
+        out.denied = found.denied;
+        out.error = found.error;
+        out.timed_out = found.timed_out;
+        out.resolving = found.error || found.timed_out;
+        co_return out;
+    }
+    std::vector<tcp::endpoint> candidates = std::move(found.endpoints);
+    const bool pinned = found.source == AddressSource::pinned;
 
     // Every candidate is checked before any is dialled: one denied answer
     // refuses the name, so DNS cannot mix a private address into a public set.
     for (const auto& ep : candidates) {
-        if (is_self_endpoint(rt, ep)) {
-            out.denied = DenyReason::self_connection;
-            co_return out;
-        }
-        auto reason = check_address(policy, to_ip_address(ep.address()), pinned);
+        auto reason = check_endpoint(rt, policy, ep, pinned).reason;
         if (reason != DenyReason::none) {
             out.denied = reason;
             co_return out;

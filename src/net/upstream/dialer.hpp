@@ -47,6 +47,28 @@ struct DialOutcome {
     bool ok() const { return denied == DenyReason::none && !error && !timed_out; }
 };
 
+// Where a destination's addresses come from.
+enum class AddressSource {
+    literal,  // the destination is an IP address
+    pinned,   // upstream.resolve: operator-chosen, exempt from the private-address rule
+    dns,      // the resolver pool
+};
+
+// The addresses dial_checked would try for a destination, before any is checked.
+struct Candidates {
+    AddressSource source = AddressSource::dns;
+    std::vector<tcp::endpoint> endpoints;
+    DenyReason denied = DenyReason::none;  // a literal that is not a strict IP address
+    error_code error;                      // the name did not resolve
+    bool timed_out = false;                // the lookup took longer than limits.connect_timeout
+};
+
+awaitable<Candidates> find_candidates(const Runtime& rt, const Authority& dest);
+
+// One candidate as dial_checked judges it: one of the proxy's own listeners is
+// self_connection whatever the policy says; otherwise the policy's address rule.
+AddressVerdict check_endpoint(const Runtime& rt, const EgressPolicy& policy, const tcp::endpoint& ep, bool pinned);
+
 // Connects `socket` to dest. Addresses pinned by upstream.resolve are exempt
 // from the private-address rule; the proxy's own listeners never are.
 // With `required` (transparent mode: the connection's original destination),

@@ -396,6 +396,62 @@ TEST(CheckAddress, AllowedCidrsOverrideTheClass) {
     EXPECT_EQ(check_address(p, parsed_ip("127.0.0.1"), false), DenyReason::loopback_address);
 }
 
+// What `vaultgate explain` reports: the key that decided and the entry of the
+// list that matched, by the same code that decides.
+TEST(JudgeDestination, NamesTheKeyAndTheRule) {
+    EgressPolicy p = sample_policy();
+    p.allow_package_managers = true;
+    const auto exact = judge_destination(p, dest("api.example.com:443"), EgressKind::connect);
+    EXPECT_EQ(exact.reason, DenyReason::none);
+    EXPECT_EQ(policy_key_name(exact.key), "allowed_domains");
+    ASSERT_NE(exact.domain, nullptr);
+    EXPECT_EQ(exact.domain, &p.allowed_domains[0]);
+
+    const auto port = judge_destination(p, dest("custom.example.org:443"), EgressKind::connect);
+    EXPECT_EQ(port.reason, DenyReason::port_not_allowed);
+    EXPECT_EQ(port.domain, &p.allowed_domains[2]);
+
+    const auto bundle = judge_destination(p, dest("pypi.org:443"), EgressKind::connect);
+    EXPECT_EQ(bundle.reason, DenyReason::none);
+    EXPECT_EQ(policy_key_name(bundle.key), "allow_package_managers");
+    ASSERT_NE(bundle.domain, nullptr);
+    EXPECT_EQ(bundle.domain->host, "pypi.org");
+
+    const auto none = judge_destination(p, dest("other.example:443"), EgressKind::connect);
+    EXPECT_EQ(none.reason, DenyReason::domain_not_allowed);
+    EXPECT_EQ(none.domain, nullptr);
+
+    const auto literal = judge_destination(p, dest("8.8.8.8:443"), EgressKind::connect);
+    EXPECT_EQ(policy_key_name(literal.key), "allowed_cidrs");
+    EXPECT_EQ(literal.cidr, &p.allowed_cidrs[0]);
+
+    p.allow_https = false;
+    const auto off = judge_destination(p, dest("api.example.com:443"), EgressKind::connect);
+    EXPECT_EQ(off.reason, DenyReason::https_not_allowed);
+    EXPECT_EQ(policy_key_name(off.key), "allow_https");
+    EXPECT_EQ(policy_key_name(judge_destination(p, dest("api.example.com:80"), EgressKind::plain_http).key),
+              "allow_http");
+}
+
+TEST(JudgeAddress, NamesWhatAllowedOrDenied) {
+    EgressPolicy p;
+    p.allowed_cidrs = {cidr("10.0.0.0/8")};
+    const auto listed = judge_address(p, ip("10.1.2.3"), true);
+    EXPECT_EQ(listed.reason, DenyReason::none);
+    EXPECT_EQ(policy_key_name(listed.key), "allowed_cidrs");
+    EXPECT_EQ(listed.cidr, &p.allowed_cidrs[0]);
+    EXPECT_EQ(address_class_name(listed.address_class), "private_network");
+
+    const auto pinned = judge_address(p, ip("192.168.1.1"), true);
+    EXPECT_EQ(pinned.reason, DenyReason::none);
+    EXPECT_EQ(policy_key_name(pinned.key), "upstream.resolve");
+
+    const auto by_class = judge_address(p, ip("169.254.169.254"), false);
+    EXPECT_EQ(by_class.reason, DenyReason::metadata_address);
+    EXPECT_EQ(policy_key_name(by_class.key), "address_class");
+    EXPECT_EQ(address_class_name(by_class.address_class), "metadata");
+}
+
 // The literature's ways of reaching the metadata service or loopback, end to
 // end: each is refused at parsing, at the name check or at the address check.
 TEST(SsrfLiterature, NeverReachesInternalAddresses) {
