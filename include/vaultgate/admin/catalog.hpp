@@ -80,16 +80,21 @@ public:
         std::size_t index = 0;  // into data().vaults when api is set
         const VaultConfig* config = nullptr;
     };
-    // An API vault by id, else a config vault by name (its id).
-    std::optional<VaultRef> find_vault(std::string_view id) const;
+    // A vault by id (an API vault's id, a config vault's name), else an API
+    // vault by name: wherever the API takes a vault id, a name works too.
+    std::optional<VaultRef> find_vault(std::string_view id_or_name) const;
+    // find_vault(), or 404 unknown_vault.
+    VaultRef known_vault(std::string_view id_or_name) const;
     // The index of an API vault that may be changed (404, or 409 for a config vault).
-    std::size_t writable_vault(std::string_view id) const;
+    std::size_t writable_vault(std::string_view id_or_name) const;
     // The index of the credential `name` of API vault `vault` (404 when absent).
     std::size_t credential_index(std::size_t vault, std::string_view name) const;
 
     // The changes. Each checks what only the data can tell (ApiError),
     // commits and publishes. `vault` is an index from writable_vault().
     StoredVault add_vault(std::string name);
+    // Refused (409 vault_in_use) while an unexpired session names the vault.
+    void remove_vault(std::size_t vault);
     void add_credential(std::size_t vault, std::string name, Secret value);
     // Returns the credential's new version.
     std::uint64_t rotate_credential(std::size_t vault, std::size_t credential, Secret value);

@@ -6,6 +6,7 @@
 #include "vaultgate/admin/router.hpp"
 #include "vaultgate/observe/access_log.hpp"
 #include "vaultgate/observe/metrics.hpp"
+#include "vaultgate/state/session_ttl.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -17,7 +18,7 @@ namespace vaultgate {
 struct AdminOptions {
     std::string proxy_url;                // e.g. "http://127.0.0.1:3128"; empty -> from listen.proxy
     std::string ca_cert_pem;              // handed to sandboxes in POST /v1/sessions
-    std::chrono::seconds max_ttl{86400};  // upper bound of ttl_seconds
+    std::chrono::seconds max_ttl = max_session_ttl;  // upper bound of ttl_seconds
     std::size_t max_body = 1 << 20;       // larger request bodies get 413
 };
 

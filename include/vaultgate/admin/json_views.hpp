@@ -1,7 +1,7 @@
 #pragma once
 // How the admin API renders its data: vaults with their credentials (names,
-// versions and fingerprints, never values) and services, the answer to a new
-// session, and access log entries.
+// versions and fingerprints, never values) and services, sessions (never their
+// tokens), the answer to a new session, and access log entries.
 #include "vaultgate/admin/catalog.hpp"
 #include "vaultgate/observe/access_log.hpp"
 
@@ -33,6 +33,11 @@ std::string session_proxy_url(std::string_view base, std::string_view id, std::s
 // environment for a sandbox and the CA to trust. The caller wipes its strings.
 nlohmann::ordered_json new_session_json(const StoredSession& session, const std::string& token,
                                         const std::string& proxy_url, const std::string& ca_cert_pem);
+
+// A session as GET /v1/sessions shows it: id, origin, vaults (id and name),
+// egress policy, source range and times. Never the token or its digest.
+nlohmann::ordered_json api_session_json(const StoredSession& session, const Catalog& catalog);
+nlohmann::ordered_json config_session_json(const std::string& id, const SessionConfig& session);
 
 // {"entries": [...]}, each entry in the access log's own line format.
 nlohmann::ordered_json log_entries_json(const std::vector<const AccessLogEntry*>& entries);

@@ -47,6 +47,7 @@ struct StoredSession {
     EgressPolicy policy;  // its name is kept too
     std::int64_t expires_at_ms = 0;
     std::optional<Cidr> source;  // clients allowed to use the session, when narrowed
+    std::int64_t created_at_ms = 0;  // 0: stored before the creation time was kept
 };
 
 struct StoreData {

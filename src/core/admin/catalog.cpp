@@ -105,20 +105,29 @@ std::vector<std::string> Catalog::expire(sys_clock::time_point now) {
     return expired;
 }
 
-std::optional<Catalog::VaultRef> Catalog::find_vault(std::string_view id) const {
+std::optional<Catalog::VaultRef> Catalog::find_vault(std::string_view id_or_name) const {
+    // Ids first: an API vault may be named like another vault's id, and the id
+    // must keep naming the vault it was handed out for.
     for (std::size_t i = 0; i < data_.vaults.size(); ++i)
-        if (data_.vaults[i].id == id) return VaultRef{&data_.vaults[i], i, nullptr};
+        if (data_.vaults[i].id == id_or_name) return VaultRef{&data_.vaults[i], i, nullptr};
     for (const auto& vc : config_.vaults)
-        if (vc.name == id) return VaultRef{nullptr, 0, &vc};
+        if (vc.name == id_or_name) return VaultRef{nullptr, 0, &vc};
+    for (std::size_t i = 0; i < data_.vaults.size(); ++i)
+        if (data_.vaults[i].name == id_or_name) return VaultRef{&data_.vaults[i], i, nullptr};
     return std::nullopt;
 }
 
+Catalog::VaultRef Catalog::known_vault(std::string_view id_or_name) const {
+    const auto ref = find_vault(id_or_name);
+    if (!ref) fail(404, "unknown_vault", "no vault with this id or name");
+    return *ref;
+}
+
 std::size_t Catalog::writable_vault(std::string_view id) const {
-    const auto ref = find_vault(id);
-    if (!ref) fail(404, "vault_not_found", "no vault with this id");
-    if (ref->config)
-        fail(409, "read_only", "vault '" + ref->config->name + "' is defined in the config file; change it there");
-    return ref->index;
+    const auto ref = known_vault(id);
+    if (ref.config)
+        fail(409, "read_only", "vault '" + ref.config->name + "' is defined in the config file; change it there");
+    return ref.index;
 }
 
 std::size_t Catalog::credential_index(std::size_t vault, std::string_view name) const {
@@ -126,6 +135,29 @@ std::size_t Catalog::credential_index(std::size_t vault, std::string_view name) 
     for (std::size_t i = 0; i < credentials.size(); ++i)
         if (credentials[i].name == name) return i;
     fail(404, "credential_not_found", "the vault has no credential of this name");
+}
+
+void Catalog::remove_vault(std::size_t vault) {
+    const StoredVault& doomed = data_.vaults[vault];
+    // A live session would lose its credentials mid-run; it ends first, by
+    // DELETE /v1/sessions/{id} or by expiring.
+    const std::int64_t now_ms = to_ms(sys_clock::now());
+    std::string users;
+    std::size_t count = 0;
+    for (const auto& s : data_.sessions) {
+        if (s.expires_at_ms <= now_ms) continue;
+        if (std::find(s.vault_ids.begin(), s.vault_ids.end(), doomed.id) == s.vault_ids.end()) continue;
+        users += (count++ ? ", " : "") + s.id;
+    }
+    if (count)
+        fail(409, "vault_in_use",
+             "vault '" + doomed.name + "' is used by " + std::to_string(count) +
+                 (count == 1 ? " live session (" : " live sessions (") + users +
+                 "); delete them or wait until they expire");
+
+    StoreData next = data_;
+    next.vaults.erase(next.vaults.begin() + static_cast<std::ptrdiff_t>(vault));
+    commit(std::move(next));
 }
 
 StoredVault Catalog::add_vault(std::string name) {
@@ -194,7 +226,8 @@ StoredService Catalog::add_service(std::size_t vault, ServiceConfig config) {
     for (const auto& other : data_.vaults[vault].services)
         if (other.config.same_binding(config))
             fail(409, "binding_conflict",
-                 "service " + other.id + " of this vault already binds the same host, port and path_prefix");
+                 "service " + other.id + " of this vault already binds " + config.host + ":" +
+                     std::to_string(config.port) + " " + config.path_prefix + " (the same host, port and path_prefix)");
 
     StoreData next = data_;
     StoredService service;

@@ -1,11 +1,13 @@
-// How vaults, services, new sessions and log entries are rendered. Credential
-// values never appear: a credential shows as its name, version and fingerprint.
+// How vaults, services, sessions and log entries are rendered. Credential
+// values never appear: a credential shows as its name, version and fingerprint;
+// a session shows neither its token nor the token's digest.
 #include "vaultgate/admin/json_views.hpp"
 
 #include "vaultgate/config/json_codec.hpp"
 
 #include <cstdio>
 #include <ctime>
+#include <optional>
 
 namespace vaultgate::admin {
 
@@ -131,6 +133,64 @@ ordered_json new_session_json(const StoredSession& session, const std::string& t
     out["env"] = std::move(env);
     out["ca_cert_pem"] = ca_cert_pem;
     return out;
+}
+
+namespace {
+
+ordered_json vault_ref_json(const std::string& id, const std::optional<std::string>& name) {
+    ordered_json j;
+    j["id"] = id;
+    j["name"] = name ? ordered_json(*name) : ordered_json(nullptr);
+    return j;
+}
+
+// The name of a vault a stored session names, as compose_state follows it:
+// an API vault by id, a config vault by name; null when neither exists now.
+std::optional<std::string> session_vault_name(const Catalog& catalog, const std::string& id) {
+    for (const auto& v : catalog.data().vaults)
+        if (v.id == id) return v.name;
+    for (const auto& vc : catalog.config().vaults)
+        if (vc.name == id) return vc.name;
+    return std::nullopt;
+}
+
+}  // namespace
+
+ordered_json api_session_json(const StoredSession& session, const Catalog& catalog) {
+    ordered_json j;
+    j["id"] = session.id;
+    j["origin"] = "api";
+    ordered_json vaults = ordered_json::array();
+    for (const auto& id : session.vault_ids) vaults.push_back(vault_ref_json(id, session_vault_name(catalog, id)));
+    j["vaults"] = std::move(vaults);
+    // An unnamed policy is the session's own, given inline (or the allow-nothing
+    // one it got when the config had no default policy).
+    if (session.policy.name.empty()) {
+        j["egress_policy"] = "inline";
+        const json inline_policy = policy_to_json(session.policy);
+        j["inline_policy"] = ordered_json(inline_policy);
+    } else {
+        j["egress_policy"] = session.policy.name;
+    }
+    j["source"] = session.source ? ordered_json(cidr_text(*session.source)) : ordered_json(nullptr);
+    j["created_at"] = session.created_at_ms ? ordered_json(rfc3339(session.created_at_ms)) : ordered_json(nullptr);
+    j["expires_at"] = rfc3339(session.expires_at_ms);
+    return j;
+}
+
+ordered_json config_session_json(const std::string& id, const SessionConfig& session) {
+    ordered_json j;
+    j["id"] = id;
+    j["origin"] = "config";
+    ordered_json vaults = ordered_json::array();
+    for (const auto& name : session.vaults) vaults.push_back(vault_ref_json(name, name));
+    j["vaults"] = std::move(vaults);
+    j["egress_policy"] = session.egress_policy;
+    j["source"] = nullptr;
+    // A config session lives as long as the config names it.
+    j["created_at"] = nullptr;
+    j["expires_at"] = nullptr;
+    return j;
 }
 
 ordered_json log_entries_json(const std::vector<const AccessLogEntry*>& picked) {

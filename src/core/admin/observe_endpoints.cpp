@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <charconv>
 #include <limits>
-#include <set>
+#include <optional>
 
 namespace vaultgate::admin {
 
@@ -31,11 +31,12 @@ std::size_t parse_limit(const std::map<std::string, std::string>& query) {
 
 AdminResponse recent_logs(const EndpointContext& ctx, const AdminRequest& req) {
     const std::size_t limit = parse_limit(req.query);
-    // Entries name vaults; a filter may give the vault's id instead.
-    std::set<std::string, std::less<>> vault_names;
+    // Entries name vaults; the filter takes an id or a name, and one that
+    // names no vault is an error rather than an empty list.
+    std::optional<std::string> vault_name;
     if (const auto it = req.query.find("vault"); it != req.query.end() && !it->second.empty()) {
-        vault_names.insert(it->second);
-        if (const auto ref = ctx.catalog->find_vault(it->second); ref && ref->api) vault_names.insert(ref->api->name);
+        const auto ref = ctx.catalog->known_vault(it->second);
+        vault_name = ref.api ? ref.api->name : ref.config->name;
     }
     std::string session;
     if (const auto it = req.query.find("session"); it != req.query.end()) session = it->second;
@@ -44,7 +45,7 @@ AdminResponse recent_logs(const EndpointContext& ctx, const AdminRequest& req) {
     if (ctx.log) all = ctx.log->recent(std::numeric_limits<std::size_t>::max());
     std::vector<const AccessLogEntry*> picked;
     for (auto it = all.rbegin(); it != all.rend() && picked.size() < limit; ++it) {
-        if (!vault_names.empty() && !vault_names.count(it->vault)) continue;
+        if (vault_name && it->vault != *vault_name) continue;
         if (!session.empty() && it->session != session) continue;
         picked.push_back(&*it);
     }

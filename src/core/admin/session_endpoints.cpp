@@ -1,4 +1,4 @@
-// /v1/sessions: making and ending sessions.
+// /v1/sessions: making, listing and ending sessions.
 #include "vaultgate/admin/api_error.hpp"
 #include "vaultgate/admin/endpoints.hpp"
 #include "vaultgate/admin/json_views.hpp"
@@ -16,8 +16,6 @@ using nlohmann::json;
 using nlohmann::ordered_json;
 using sys_clock = std::chrono::system_clock;
 
-constexpr std::chrono::seconds default_ttl{3600};
-
 std::vector<std::string> session_vault_ids(const Catalog& catalog, const json& root) {
     std::vector<std::string> ids;
     const json* list = optional_field(root, "vault_ids");
@@ -29,7 +27,9 @@ std::vector<std::string> session_vault_ids(const Catalog& catalog, const json& r
         if (!item.is_string()) fail(400, "invalid_request", where + ": expected a string");
         const auto ref = catalog.find_vault(item.get_ref<const std::string&>());
         // The id is not quoted back: whatever was pasted there stays out of the answer.
-        if (!ref) fail(400, "unknown_vault", where + ": no such vault");
+        if (!ref) fail(404, "unknown_vault", where + ": no vault with this id or name");
+        // Stored as the id, so that a later vault of a departed one's name
+        // does not inherit the session.
         std::string canonical = ref->api ? ref->api->id : ref->config->name;
         if (std::find(ids.begin(), ids.end(), canonical) == ids.end()) ids.push_back(std::move(canonical));
     }
@@ -67,7 +67,7 @@ EgressPolicy session_policy(const Config& config, const json& root) {
 
 std::chrono::seconds session_ttl(std::chrono::seconds max_ttl, const json& root) {
     const json* t = optional_field(root, "ttl_seconds");
-    if (!t) return std::min(std::chrono::seconds(default_ttl), max_ttl);
+    if (!t) return std::min(default_session_ttl, max_ttl);
     const std::string range = "ttl_seconds: expected an integer from 1 to " + std::to_string(max_ttl.count());
     if (!t->is_number_integer()) fail(400, "invalid_ttl", range);
     if (t->is_number_unsigned()) {
@@ -103,6 +103,7 @@ AdminResponse create_session(Catalog& catalog, const AdminOptions& options, cons
     // up, so that a session never lives less than the ttl it asked for.
     const auto expires = std::chrono::ceil<std::chrono::seconds>(sys_clock::now()) + ttl;
     session.id = random_id("ses_");
+    session.created_at_ms = to_ms(sys_clock::now());
     session.expires_at_ms = to_ms(expires);
     std::string token = random_token();
     session.token_digest = token_digest(token);  // only the digest is kept
@@ -126,11 +127,36 @@ AdminResponse create_session(Catalog& catalog, const AdminOptions& options, cons
     return response;
 }
 
+bool live(const StoredSession& session) { return session.expires_at_ms > to_ms(sys_clock::now()); }
+
+// Config sessions first, in the config's order of names, then the API's in
+// creation order; expired ones are over even before the sweep removes them.
+AdminResponse list_sessions(const Catalog& catalog) {
+    ordered_json sessions = ordered_json::array();
+    for (const auto& [id, config] : catalog.config().sessions) sessions.push_back(config_session_json(id, config));
+    for (const auto& s : catalog.data().sessions)
+        if (live(s) && !catalog.config().sessions.count(s.id)) sessions.push_back(api_session_json(s, catalog));
+    ordered_json body;
+    body["sessions"] = std::move(sessions);
+    return json_response(200, body);
+}
+
+AdminResponse get_session(const Catalog& catalog, std::string_view id) {
+    // A config session of the same id is the one the proxy uses (compose_state).
+    if (const auto it = catalog.config().sessions.find(std::string(id)); it != catalog.config().sessions.end())
+        return json_response(200, config_session_json(it->first, it->second));
+    for (const auto& s : catalog.data().sessions)
+        if (s.id == id && live(s)) return json_response(200, api_session_json(s, catalog));
+    fail(404, "session_not_found", "no session with this id");
+}
+
 }  // namespace
 
 void add_session_routes(Router& router, const EndpointContext* ctx) {
+    router.add("GET", "/v1/sessions", [ctx](const RouteCall&) { return list_sessions(*ctx->catalog); });
     router.add("POST", "/v1/sessions",
                [ctx](const RouteCall& c) { return create_session(*ctx->catalog, *ctx->options, c.request); });
+    router.add("GET", "/v1/sessions/*", [ctx](const RouteCall& c) { return get_session(*ctx->catalog, c.params[0]); });
     router.add("DELETE", "/v1/sessions/*", [ctx](const RouteCall& c) {
         c.closed_sessions.push_back(ctx->catalog->remove_session(c.params[0]));
         return no_content();

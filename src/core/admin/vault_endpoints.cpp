@@ -22,10 +22,9 @@ AdminResponse list_vaults(const Catalog& catalog) {
 }
 
 AdminResponse get_vault(const Catalog& catalog, std::string_view id) {
-    const auto ref = catalog.find_vault(id);
-    if (!ref) fail(404, "vault_not_found", "no vault with this id");
+    const auto ref = catalog.known_vault(id);
     return json_response(
-        200, ref->api ? api_vault_json(*ref->api, catalog.master_key()) : config_vault_json(*ref->config, catalog));
+        200, ref.api ? api_vault_json(*ref.api, catalog.master_key()) : config_vault_json(*ref.config, catalog));
 }
 
 AdminResponse create_vault(Catalog& catalog, const AdminRequest& req) {
@@ -90,6 +89,11 @@ void add_vault_routes(Router& router, const EndpointContext* ctx) {
     router.add("GET", "/v1/vaults", [ctx](const RouteCall&) { return list_vaults(*ctx->catalog); });
     router.add("POST", "/v1/vaults", [ctx](const RouteCall& c) { return create_vault(*ctx->catalog, c.request); });
     router.add("GET", "/v1/vaults/*", [ctx](const RouteCall& c) { return get_vault(*ctx->catalog, c.params[0]); });
+    router.add("DELETE", "/v1/vaults/*", [ctx](const RouteCall& c) {
+        Catalog& catalog = *ctx->catalog;
+        catalog.remove_vault(catalog.writable_vault(c.params[0]));
+        return no_content();
+    });
     router.add("POST", "/v1/vaults/*/credentials",
                [ctx](const RouteCall& c) { return create_credential(*ctx->catalog, c.params[0], c.request); });
     router.add("PUT", "/v1/vaults/*/credentials/*", [ctx](const RouteCall& c) {

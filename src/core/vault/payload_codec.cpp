@@ -86,6 +86,7 @@ json payload_tree(const StoreData& data) {
                       {"policy_name", s.policy.name},
                       {"expires_at_ms", s.expires_at_ms}};
         entry["source"] = s.source ? json(cidr_text(*s.source)) : json(nullptr);
+        entry["created_at_ms"] = s.created_at_ms;
         sessions.push_back(std::move(entry));
     }
     return {{"generation", data.generation}, {"vaults", std::move(vaults)}, {"sessions", std::move(sessions)}};
@@ -160,6 +161,8 @@ StoreData data_from_tree(const json& root) {
             session.source = parse_cidr(source.get<std::string>());
             if (!session.source) payload_fail(where + ".source", "not a CIDR");
         }
+        // Absent from stores written before the creation time was kept.
+        if (s.contains("created_at_ms")) session.created_at_ms = i64_member(s, "created_at_ms", where);
         data.sessions.push_back(std::move(session));
     }
     return data;

@@ -22,7 +22,12 @@ TEST_F(AdminApiTest, HealthzAndRouting) {
     EXPECT_EQ(r.status, 405);
     EXPECT_EQ(r.headers.at(0).second, "GET, POST");
     EXPECT_EQ(call("GET", "/v1/vaults/x/credentials/K").status, 405);
-    EXPECT_EQ(call("GET", "/v1/sessions").status, 405);
+    r = call("PUT", "/v1/sessions");
+    EXPECT_EQ(r.status, 405);
+    EXPECT_EQ(r.headers.at(0).second, "GET, POST");
+    r = call("PUT", "/v1/vaults/x");
+    EXPECT_EQ(r.status, 405);
+    EXPECT_EQ(r.headers.at(0).second, "GET, DELETE");
 
     for (const char* path :
          {"/", "", "/nope", "/v1", "/v1/", "/v1/vaults/", "/v1//vaults", "/v2/vaults", "/v1/vaults/x/other",

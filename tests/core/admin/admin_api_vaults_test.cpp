@@ -30,9 +30,12 @@ TEST_F(AdminApiTest, VaultCreateListGet) {
 
     auto missing = call("GET", "/v1/vaults/vlt_nosuch");
     EXPECT_EQ(missing.status, 404);
-    EXPECT_EQ(error_code(missing), "vault_not_found");
-    // API vaults are addressed by id, not by name.
-    EXPECT_EQ(call("GET", "/v1/vaults/team-a.prod_1").status, 404);
+    EXPECT_EQ(error_code(missing), "unknown_vault");
+    // A name works wherever an id does.
+    const auto by_name = call("GET", "/v1/vaults/team-a.prod_1");
+    EXPECT_EQ(by_name.status, 200) << by_name.body;
+    EXPECT_EQ(parse(by_name)["id"], id);
+    EXPECT_EQ(error_code(call("GET", "/v1/vaults/no-such-name")), "unknown_vault");
 
     ASSERT_TRUE(snapshot()->vaults.count("team-a.prod_1"));
     EXPECT_EQ(snapshot()->vaults.at("team-a.prod_1").id, id);
@@ -102,7 +105,8 @@ TEST_F(AdminApiTest, CredentialLifecycle) {
     EXPECT_EQ(r.status, 404);
     EXPECT_EQ(error_code(r), "credential_not_found");
     r = call("PUT", "/v1/vaults/vlt_none/credentials/API_KEY", json{{"value", rotated_secret}}.dump());
-    EXPECT_EQ(error_code(r), "vault_not_found");
+    EXPECT_EQ(r.status, 404);
+    EXPECT_EQ(error_code(r), "unknown_vault");
     r = call("PUT", "/v1/vaults/" + id + "/credentials/API_KEY", json{{"value", ""}}.dump());
     EXPECT_EQ(error_code(r), "invalid_value");
 

@@ -35,6 +35,17 @@ TEST(FileStore, RoundTripsEverything) {
     EXPECT_NE(store->describe().find(path), std::string::npos);
 }
 
+TEST(FileStore, ASessionStoredWithoutItsCreationTimeReadsAsZero) {
+    const TempDir dir;
+    const auto path = dir.file("s.db");
+    write_file(path, encrypted_store_file(key_from(1), R"({"generation":1,"vaults":[],"sessions":[{"id":"ses_x",
+        "token_digest":"d","vault_ids":[],"policy":{},"policy_name":"","expires_at_ms":5,"source":null}]})"));
+    const auto data = open_file_store(path, key_from(1))->load();
+    ASSERT_EQ(data.sessions.size(), 1u);
+    EXPECT_EQ(data.sessions[0].created_at_ms, 0);
+    EXPECT_EQ(data.sessions[0].expires_at_ms, 5);
+}
+
 TEST(FileStore, SaveReplacesTheWholeState) {
     const TempDir dir;
     const auto store = open_file_store(dir.file("s.db"), key_from(1));

@@ -102,6 +102,7 @@ inline StoreData sample_data() {
                       "inline");
     s.expires_at_ms = 1764443400123;
     s.source = parse_cidr("192.0.2.0/24");
+    s.created_at_ms = 1764439800000;
     d.sessions.push_back(std::move(s));
 
     StoredSession t;
@@ -174,6 +175,7 @@ inline bool same_data(const StoreData& a, const StoreData& b) {
         EXPECT_EQ(x.vault_ids, y.vault_ids);
         expect_same_policy(x.policy, y.policy);
         EXPECT_EQ(x.expires_at_ms, y.expires_at_ms);
+        EXPECT_EQ(x.created_at_ms, y.created_at_ms);
         EXPECT_EQ(x.source.has_value(), y.source.has_value());
         if (x.source && y.source) {
             EXPECT_EQ(x.source->base, y.source->base);

@@ -576,6 +576,50 @@ TEST_F(AdminTest, AShortTokenFileStopsTheStartWithoutShowingTheToken) {
         << err;
 }
 
+// The lifecycle over real HTTP: a session made by vault name, listed without
+// its token, and the vault it uses deleted only once the session is gone.
+TEST_F(AdminTest, SessionsAreListedAndAVaultIsDeletedOnceUnused) {
+    start();
+    const std::string vault = make_vault("team-a", secret_a);
+    auto made = api("POST", "/v1/sessions", {{"vault_ids", {"team-a"}}, {"ttl_seconds", 600}});
+    ASSERT_EQ(made.status, 201) << made.body;
+    const json session = json::parse(made.body);
+    const std::string id = session["id"];
+    auto c = open_bound(session);
+    c->write(get_echo());
+    ASSERT_TRUE(c->read_response());
+    EXPECT_EQ(bound_.requests().at(0).header_values("x-api-key"), std::vector<std::string>{secret_a});
+
+    auto list = api("GET", "/v1/sessions");
+    ASSERT_EQ(list.status, 200) << list.body;
+    EXPECT_EQ(list.body.find(session["token"].get<std::string>()), std::string::npos) << list.body;
+    const json listed = json::parse(list.body)["sessions"];
+    ASSERT_EQ(listed.size(), 1u) << list.body;
+    EXPECT_EQ(listed[0]["id"], id);
+    EXPECT_EQ(listed[0]["vaults"], json::parse(R"([{"id":")" + vault + R"(","name":"team-a"}])"));
+    EXPECT_EQ(listed[0]["expires_at"], session["expires_at"]);
+    EXPECT_EQ(json::parse(api("GET", "/v1/sessions/" + id).body), listed[0]);
+
+    auto refused = api("DELETE", "/v1/vaults/team-a");
+    EXPECT_EQ(refused.status, 409) << refused.body;
+    EXPECT_EQ(json::parse(refused.body)["error"]["code"], "vault_in_use");
+    EXPECT_EQ(api("DELETE", "/v1/sessions/" + id).status, 204);
+    EXPECT_TRUE(c->closed_by_peer(5000));
+    auto deleted = api("DELETE", "/v1/vaults/" + vault);
+    EXPECT_EQ(deleted.status, 204) << deleted.body;
+    EXPECT_EQ(deleted.head.find("Content-Length"), std::string::npos) << deleted.head;
+
+    auto gone = api("GET", "/v1/vaults/team-a");
+    EXPECT_EQ(gone.status, 404);
+    EXPECT_EQ(json::parse(gone.body)["error"]["code"], "unknown_vault");
+    auto logs = api("GET", "/v1/logs?vault=nosuch");
+    EXPECT_EQ(logs.status, 404) << logs.body;
+    EXPECT_EQ(json::parse(logs.body)["error"]["code"], "unknown_vault");
+    EXPECT_EQ(api("POST", "/v1/sessions", {{"vault_ids", {"team-a"}}}).status, 404);
+    EXPECT_EQ(json::parse(api("GET", "/v1/sessions").body)["sessions"], json::array());
+    expect_no_secret_in_any_response();
+}
+
 TEST_F(AdminTest, TcpAdminWithoutTokenFileIsAConfigError) {
     auto yaml = config_yaml();
     yaml.replace(yaml.find("admin:\n  token_file"),
