@@ -2,9 +2,7 @@
 // request, asked of the running server (POST /v1/explain) so that the answer
 // comes from the proxy's own rules, state and resolver. Nothing is sent to
 // the destination.
-#include "cli/admin_client.hpp"
-#include "cli/command_line.hpp"
-#include "cli/command_tree.hpp"
+#include "cli/commands/admin_command.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -24,10 +22,8 @@ struct ExplainArgs {
     std::string url;
     std::string session;
     std::string method;
-    std::string admin;
-    std::string token_file;
-    std::string output = "table";
-    bool json = false;
+    AdminConnection connection;
+    OutputChoice output;
 };
 
 // A string member as text; `fallback` when absent, null or empty.
@@ -110,11 +106,7 @@ void print_explanation(const json& e) {
 }
 
 int run_explain(const ExplainArgs& a) {
-    // The admin options and their environment fallbacks, read as the other admin commands read them.
-    CommandLine connection;
-    if (!a.admin.empty()) connection.options.emplace_back("--admin", a.admin);
-    if (!a.token_file.empty()) connection.options.emplace_back("--token-file", a.token_file);
-    const AdminClient client = admin_client_from(connection);
+    const AdminClient client = open_admin(a.connection);
 
     json body{{"url", a.url}};
     if (!a.session.empty()) body["session"] = a.session;
@@ -122,11 +114,7 @@ int run_explain(const ExplainArgs& a) {
     return report_api_errors([&] {
         const AdminResponse response = client.request("POST", "/v1/explain", body.dump());
         expect_status(response, {200}, client);
-        if (a.json || a.output == "json") {
-            std::fwrite(response.body.data(), 1, response.body.size(), stdout);
-            if (response.body.empty() || response.body.back() != '\n') std::fputc('\n', stdout);
-            return 0;
-        }
+        if (a.output.json()) return print_raw(response);
         print_explanation(parse_body(response, client));
         return 0;
     });
@@ -144,14 +132,8 @@ void add_explain_command(CLI::App& root, CommandRun& run) {
     cmd->add_option("--session", args->session, "The session to decide for (default: the default session)")
         ->type_name("ID");
     cmd->add_option("--method", args->method, "The request's method (default: GET)")->type_name("METHOD");
-    cmd->add_option("--admin", args->admin, "The admin API (else $VAULTGATE_ADMIN, else http://127.0.0.1:3190)")
-        ->type_name("URL");
-    cmd->add_option("--token-file", args->token_file, "The admin token (else $VAULTGATE_ADMIN_TOKEN_FILE)")
-        ->type_name("FILE");
-    cmd->add_option("-o,--output", args->output, "table or json")
-        ->check(CLI::IsMember({"table", "json"}))
-        ->capture_default_str();
-    cmd->add_flag("--json", args->json, "Print the server's JSON (the same as --output json)")->disable_flag_override();
+    add_admin_options(*cmd, args->connection);
+    add_output_options(*cmd, args->output);
     cmd->callback([args, &run] { run = [args] { return run_explain(*args); }; });
 }
 

@@ -1,6 +1,7 @@
 // `vaultgate session ...`: sessions through the admin API. Listing and
 // showing print metadata only; the server never sends a token back.
 #include "cli/commands/admin_command.hpp"
+#include "vaultgate/state/session_ttl.hpp"
 
 #include <cstdint>
 #include <cstdio>
@@ -11,11 +12,6 @@ namespace vaultgate::cli {
 namespace {
 
 using nlohmann::json;
-
-// The server's upper bound on ttl_seconds, checked here so that a wrong
-// --ttl fails before any request. To be replaced by the limit the server
-// publishes under include/vaultgate once it does.
-constexpr std::uint64_t local_copy_of_server_max_ttl_seconds = 86400;
 
 struct SessionArgs {
     AdminConnection connection;
@@ -129,7 +125,7 @@ void add_session_commands(CLI::App& root, CommandRun& run) {
         add_admin_leaf(*session, "create", "Create a session; prints its token once", args, session_create, run);
     create->add_option("--vault", args->vaults, "A vault's id or name (repeatable)")->required()->type_name("VAULT");
     create->add_option("--ttl", args->ttl, "Lifetime in seconds (server default 3600)")
-        ->check(CLI::Range(std::uint64_t{1}, local_copy_of_server_max_ttl_seconds))
+        ->check(CLI::Range(std::uint64_t{1}, static_cast<std::uint64_t>(max_session_ttl.count())))
         ->type_name("SECONDS");
     CLI::Option* policy = create->add_option("--policy", args->policy, "A config egress policy by name");
     create->add_option("--allow-domain", args->allowed_domains, "An inline policy allowing HTTPS to D (repeatable)")
