@@ -12,7 +12,6 @@ using Args = std::vector<std::string>;
 int vault_command(const Args& args);
 int session_command(const Args& args);
 int logs_command(const Args& args);
-int bootstrap_command(const Args& args);
 
 struct UsageError : std::runtime_error {
     using std::runtime_error::runtime_error;
