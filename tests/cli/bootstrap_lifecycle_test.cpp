@@ -24,6 +24,13 @@ std::string cleanup_handle(const std::string& err) {
     return err.substr(start, err.find('`', start) - start);
 }
 
+// Cleanup relies on DELETE /v1/vaults/{id} and GET /v1/sessions; against a
+// server without them it keeps the vault, which these tests would take for
+// a failure.
+#define SKIP_WITHOUT_LIFECYCLE_API()                                                                     \
+    if (admin("GET", "/v1/sessions").status != 200 || admin("DELETE", "/v1/vaults/vlt_x").status == 405) \
+    GTEST_SKIP() << "the server has no DELETE /v1/vaults/{id} or GET /v1/sessions"
+
 const json* credential(const json& vault, const std::string& name) {
     for (const auto& c : vault["credentials"])
         if (c["name"] == name) return &c;
@@ -51,6 +58,7 @@ TEST_F(BootstrapTest, ARerunWithVaultReusesTheVaultRotatesTheKeyAndKeepsTheBindi
 
 TEST_F(BootstrapTest, CleanupRemovesTheSessionAndTheVaultTheRunCreated) {
     ASSERT_TRUE(proc_->started()) << proc_->stderr_text();
+    SKIP_WITHOUT_LIFECYCLE_API();
     auto boot = bootstrap("env", platform_env());
     ASSERT_EQ(boot.exit_code, 0) << boot.err;
     const std::string session = cleanup_handle(boot.err);
@@ -72,6 +80,7 @@ TEST_F(BootstrapTest, CleanupRemovesTheSessionAndTheVaultTheRunCreated) {
 
 TEST_F(BootstrapTest, CleanupLeavesAVaultTheRunFoundAndWhatWasInItAlone) {
     ASSERT_TRUE(proc_->started()) << proc_->stderr_text();
+    SKIP_WITHOUT_LIFECYCLE_API();
     auto made = admin("POST", "/v1/vaults", R"({"name":"team"})");
     ASSERT_EQ(made.status, 201) << made.body;
     const std::string vault_id = json::parse(made.body)["id"];
@@ -94,6 +103,7 @@ TEST_F(BootstrapTest, CleanupLeavesAVaultTheRunFoundAndWhatWasInItAlone) {
 
 TEST_F(BootstrapTest, CleanupKeepsACreatedVaultThatAnotherSessionUses) {
     ASSERT_TRUE(proc_->started()) << proc_->stderr_text();
+    SKIP_WITHOUT_LIFECYCLE_API();
     auto first = bootstrap("env", platform_env());
     ASSERT_EQ(first.exit_code, 0) << first.err;
     auto second = bootstrap("env", platform_env());
