@@ -72,7 +72,8 @@ protected:
         auto list = admin("GET", "/v1/vaults");
         EXPECT_EQ(list.status, 200) << list.body;
         std::vector<nlohmann::json> out;
-        for (const auto& v : nlohmann::json::parse(list.body)["vaults"])
+        const auto body = nlohmann::json::parse(list.body);  // kept alive for the loop
+        for (const auto& v : body["vaults"])
             if (v["source"] == "api") out.push_back(v);
         return out;
     }
