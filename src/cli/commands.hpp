@@ -9,7 +9,6 @@ namespace vaultgate::cli {
 
 using Args = std::vector<std::string>;
 
-int bootstrap_command(const Args& args);
 
 struct UsageError : std::runtime_error {
     using std::runtime_error::runtime_error;

@@ -2,7 +2,7 @@
 // process started with exactly the printed env runs Python's urllib (a real
 // client that honours HTTPS_PROXY and SSL_CERT_FILE) against a local TLS
 // upstream; the upstream receives the real key, the child never held it.
-#include "harness.hpp"
+#include "bootstrap_fixture.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -18,50 +18,6 @@ namespace vaultgate::test {
 namespace {
 
 using nlohmann::json;
-
-constexpr const char* composio_key = "ak_live_composio-REAL-KEY-7f3a9c";
-
-class BootstrapTest : public ::testing::Test {
-protected:
-    BootstrapTest()
-        : pki_(dir_),
-          backend_files_(pki_.server_files(dir_, "backend.composio.test")),
-          backend_(backend_files_.first, backend_files_.second) {
-        auto yaml = serve_config(dir_, pki_, 443, 443);
-        yaml.replace(yaml.find("    new.test: 127.0.0.1\n"), 0, "    backend.composio.test: 127.0.0.1\n");
-        auto path = dir_.write("vaultgate.yaml", yaml);
-        proc_ = std::make_unique<ServeProcess>(path);
-        proc_->forbid_in_stderr(composio_key);
-    }
-
-    ~BootstrapTest() override {
-        if (proc_ && proc_->started()) {
-            proc_->signal(SIGTERM);
-            proc_->wait_exit();
-        }
-    }
-
-    CommandResult bootstrap(const std::string& format, const std::string& input) {
-        return run_command(
-            {VAULTGATE_BINARY, "bootstrap", "--admin", "http://127.0.0.1:" + std::to_string(proc_->admin_port()),
-             "--token-file", dir_.file("admin.token"), "--vault", "composio-sbx", "--format", format, "--out-dir",
-             dir_.file("sandbox")},
-            input);
-    }
-
-    std::string platform_env() const {
-        return json{{"BACKEND_URL", "https://backend.composio.test:" + std::to_string(backend_.port())},
-                    {"COMPOSIO_TOOLROUTER_SESSION_ID", "trs_123"},
-                    {"COMPOSIO_API_KEY", composio_key}}
-            .dump();
-    }
-
-    TempDir dir_;
-    TestPki pki_;
-    std::pair<std::string, std::string> backend_files_;
-    RecordingUpstream backend_;
-    std::unique_ptr<ServeProcess> proc_;
-};
 
 TEST_F(BootstrapTest, PythonUrllibWithOnlyThePrintedEnvGetsTheRealKeyInjected) {
     ASSERT_TRUE(proc_->started()) << proc_->stderr_text();
@@ -139,11 +95,8 @@ TEST_F(BootstrapTest, PlantedFifosAndSymlinksInTheOutDirAreNeitherOpenedNorFollo
     const auto out_dir = dir_.file("sandbox");
     ASSERT_EQ(::mkdir(out_dir.c_str(), 0700), 0);
     const auto run = [&] {
-        return run_command(
-            {VAULTGATE_BINARY, "bootstrap", "--admin", "http://127.0.0.1:" + std::to_string(proc_->admin_port()),
-             "--token-file", dir_.file("admin.token"), "--vault", "composio-sbx", "--format", "json", "--out-dir",
-             out_dir},
-            platform_env(), {}, /*timeout_s=*/20);
+        return run_bootstrap({"--vault", "composio-sbx", "--format", "json", "--out-dir", out_dir}, platform_env(),
+                             /*timeout_s=*/20);
     };
 
     // At the temporary names earlier versions used.
