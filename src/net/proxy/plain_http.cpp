@@ -104,7 +104,7 @@ std::optional<Authority> first_request_destination(const RequestHead& req) {
     std::string_view authority_text = req.target;
     std::string origin_form;
     const bool connect = req.method == "CONNECT";
-    if (!connect && !split_http_url(req.target, authority_text, origin_form)) return std::nullopt;
+    if (!connect && !split_absolute_url(req.target, "http://", authority_text, origin_form)) return std::nullopt;
     auto parsed = parse_authority(authority_text, connect ? 0 : 80);
     if (!parsed) return std::nullopt;
     return *parsed.authority;
