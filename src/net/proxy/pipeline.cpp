@@ -29,7 +29,7 @@ void record_refusal(const ClientContext& ctx, const RefusalSite& site, const Req
 
 awaitable<void> send_http_refusal(ClientContext& ctx, tcp::socket& client, const Refusal& refusal,
                                   const Authority& dest, bool half_close) {
-    co_await write_all(client, refusal_response(refusal, dest), *ctx.watchdog, ctx.rt->config.limits.idle_timeout);
+    co_await write_all(client, refusal_response(refusal, dest), *ctx.watchdog, ctx.settings->limits.idle_timeout);
     if (!half_close) co_return;
     error_code ignored;
     client.shutdown(tcp::socket::shutdown_send, ignored);

@@ -136,8 +136,9 @@ bool is_own_connection(const Runtime& rt, const tcp::socket& client, const std::
     return rt.outbound_sockets.contains(peer, local) || (original && rt.outbound_sockets.contains(peer, *original));
 }
 
-awaitable<DialOutcome> dial_checked(const Runtime& rt, const EgressPolicy& policy, const Authority& dest,
-                                    tcp::socket& socket, Watchdog& watchdog, std::optional<tcp::endpoint> required) {
+awaitable<DialOutcome> dial_checked(const Runtime& rt, const LiveSettings& settings, const EgressPolicy& policy,
+                                    const Authority& dest, tcp::socket& socket, Watchdog& watchdog,
+                                    std::optional<tcp::endpoint> required) {
     DialOutcome out;
     std::vector<tcp::endpoint> candidates;
     bool pinned = false;
@@ -149,7 +150,7 @@ awaitable<DialOutcome> dial_checked(const Runtime& rt, const EgressPolicy& polic
             co_return out;
         }
         candidates.emplace_back(to_asio(*ip), dest.port);
-    } else if (auto it = rt.config.upstream_resolve.find(dest.host); it != rt.config.upstream_resolve.end()) {
+    } else if (auto it = settings.upstream_resolve.find(dest.host); it != settings.upstream_resolve.end()) {
         auto ip = parse_ip_strict(it->second);
         if (!ip) {
             out.error = asio::error::host_not_found;
@@ -158,7 +159,7 @@ awaitable<DialOutcome> dial_checked(const Runtime& rt, const EgressPolicy& polic
         pinned = true;
         candidates.emplace_back(to_asio(*ip), dest.port);
     } else {
-        auto resolved = co_await rt.resolver->resolve(dest.host, dest.port, rt.config.limits.connect_timeout);
+        auto resolved = co_await rt.resolver->resolve(dest.host, dest.port, settings.limits.connect_timeout);
         if (resolved.timed_out) {
             out.timed_out = true;
             co_return out;
@@ -203,7 +204,7 @@ awaitable<DialOutcome> dial_checked(const Runtime& rt, const EgressPolicy& polic
     // address must not hide a working IPv4 one. A share is at least 2 s (or
     // all that is left), room for one SYN retransmission (Linux: after 1 s),
     // so a name with many addresses does not starve each of them.
-    const auto deadline = clock::now() + rt.config.limits.connect_timeout;
+    const auto deadline = clock::now() + settings.limits.connect_timeout;
     constexpr clock::duration min_share = std::chrono::seconds(2);
     for (std::size_t i = 0; i < candidates.size(); ++i) {
         const auto& ep = candidates[i];
