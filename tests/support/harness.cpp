@@ -43,17 +43,18 @@ std::string stop_and_read_access_log(std::unique_ptr<ProxyUnderTest>& proxy) {
     if (!proxy) return {};
     const std::string path = proxy->config().log_access;
     proxy.reset();
-    return read_text_file(path);
-}
-
-std::string read_text_file(const std::string& path) {
     std::ifstream in(path);
     std::stringstream ss;
     ss << in.rdbuf();
     return ss.str();
 }
 
-std::string ProxyUnderTest::access_log_text() const { return read_text_file(config_.log_access); }
+std::string ProxyUnderTest::access_log_text() const {
+    std::ifstream in(config_.log_access);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
 
 std::uint16_t free_port(const std::string& ip) {
     asio::io_context ioc;

@@ -47,9 +47,6 @@ std::string serve_config(const TempDir& dir, const TestPki& pki, std::uint16_t b
 // the whole log: for checks that must see every line, such as "no secret".
 std::string stop_and_read_access_log(std::unique_ptr<ProxyUnderTest>& proxy);
 
-// The whole content of a text file ("" when it cannot be read).
-std::string read_text_file(const std::string& path);
-
 // A port that was free a moment ago (for configs that must name a port up front).
 std::uint16_t free_port(const std::string& ip = "127.0.0.1");
 

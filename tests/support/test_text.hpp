@@ -17,13 +17,6 @@ inline std::string replace_all(std::string s, const std::string& from, const std
     return s;
 }
 
-// How many times `needle` occurs in `text` (overlapping ones included).
-inline std::size_t count_of(const std::string& text, const std::string& needle) {
-    std::size_t n = 0;
-    for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
-    return n;
-}
-
 inline std::string ascii_lower(std::string s) {
     for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return s;
