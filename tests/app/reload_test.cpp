@@ -55,9 +55,14 @@ protected:
         return r ? r->status : 0;
     }
 
+    // False also when the proxy resets the connection (a refused admission).
     bool connect_allowed(const std::string& authority) {
-        RawClient c(proc_->proxy_port());
-        return c.connect(authority).rfind("HTTP/1.1 200", 0) == 0;
+        try {
+            RawClient c(proc_->proxy_port());
+            return c.connect(authority).rfind("HTTP/1.1 200", 0) == 0;
+        } catch (const std::exception&) {
+            return false;
+        }
     }
 
     void stop() {
