@@ -2,6 +2,8 @@
 // signal loop that reloads, expires sessions, trims memory and drains.
 #include "vaultgate/app/gateway.hpp"
 
+#include "reload.hpp"
+
 #include "vaultgate/admin/admin_api.hpp"
 #include "vaultgate/app/preflight.hpp"
 #include "vaultgate/app/sd_notify.hpp"
@@ -17,12 +19,15 @@
 
 #include <malloc.h>
 #include <pthread.h>
+#include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <sstream>
+#include <thread>
 
 namespace vaultgate {
 
@@ -88,24 +93,48 @@ void on_tick(AdminApi& api, Server& server, TrimSchedule& trim) {
     if (trim.due(freed)) malloc_trim(0);
 }
 
-// SIGHUP: a new config replaces vaults, sessions and policies; a bad one changes nothing.
-void reload(AdminApi& api, const std::string& path) {
+// SIGHUP: a new config replaces what can change without a new socket
+// (apply_reload); a bad one changes nothing.
+void reload(const std::string& path, const ReloadTargets& targets, std::chrono::milliseconds& drain_timeout) {
     sd_notify_state("RELOADING=1");
     log_info("SIGHUP: reloading " + path);
     auto next = load_or_report(path);
-    if (!next) {
+    if (!next)
         log_error("reload refused: the new config is invalid; the running config stays");
-    } else {
-        try {
-            api.reload_config(*next);
-            log_info(
-                "reload done: vaults, sessions and policies replaced "
-                "(listeners, CA, store and limits need a restart)");
-        } catch (const std::exception& e) {
-            log_error(std::string("reload refused: ") + e.what());
-        }
-    }
+    else if (apply_reload(*next, targets))
+        drain_timeout = next->limits.drain_timeout;
     sd_notify_state("READY=1");
+}
+
+// SIGINT, SIGTERM: stop accepting and drain, while this thread waits for a
+// second signal, which ends the process at once (docs/reference/cli.md,
+// "Signals"). Returns the exit code of a drain that ran to its end.
+int drain_then_stop(Server& server, std::chrono::milliseconds drain_timeout) {
+    sd_notify_state("STOPPING=1");
+    log_info("draining connections, at most " + std::to_string(drain_timeout.count()) + " ms");
+    std::atomic<bool> drained{false};
+    std::thread drainer([&] {
+        server.stop(drain_timeout);
+        drained = true;
+    });
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    while (!drained) {
+        // A short wait: the drain's end is noticed within 50 ms.
+        timespec poll{0, 50'000'000};
+        if (sigtimedwait(&stop_signals, nullptr, &poll) < 0) continue;
+        const auto cut = server.metrics().active_connections();
+        std::fprintf(stderr, "vaultgate: second signal: exiting now, %llu connection%s cut\n",
+                     static_cast<unsigned long long>(cut), cut == 1 ? "" : "s");
+        server.access_log().flush();
+        std::_Exit(1);
+    }
+    drainer.join();
+    server.wait();
+    log_info("stopped");
+    return 0;
 }
 
 }  // namespace
@@ -204,6 +233,8 @@ int run_gateway(const GatewayOptions& gateway) {
     sd_notify_state("READY=1\nSTATUS=serving");
 
     TrimSchedule trim;
+    auto drain_timeout = config->limits.drain_timeout;
+    const ReloadTargets reload_targets{*api, *server, *config, admin_token};
     for (;;) {
         // Wakes at least once a second to close sessions whose TTL ran out.
         timespec tick{1, 0};
@@ -213,15 +244,10 @@ int run_gateway(const GatewayOptions& gateway) {
             continue;
         }
         if (sig == SIGHUP) {
-            reload(*api, path);
+            reload(path, reload_targets, drain_timeout);
             continue;
         }
-        sd_notify_state("STOPPING=1");
-        log_info("draining connections, at most " + std::to_string(config->limits.drain_timeout.count()) + " ms");
-        server->stop(config->limits.drain_timeout);
-        server->wait();
-        log_info("stopped");
-        return 0;
+        return drain_then_stop(*server, drain_timeout);
     }
 }
 

@@ -46,7 +46,7 @@ public:
         rt.ca = CertificateAuthority::load(config.ca_cert, config.ca_key);
         rt.leaves = std::make_unique<LeafCache>(*rt.ca);
         configure_client_facing_context(rt.client_facing_tls);
-        configure_upstream_context(rt.upstream_tls, config.upstream_ca_file);
+        rt.publish_settings(make_live_settings(config, settings_generation_));
         rt.log = std::make_unique<AccessLog>(config.log_access);
 
         resolver_ = std::make_unique<ResolverPool>(8);
@@ -174,6 +174,18 @@ public:
         for (auto& ctx : contexts_) asio::post(*ctx, [] { this_thread_upstream_pool().clear(); });
     }
 
+    void reload(const Config& config) override {
+        auto settings = make_live_settings(config, settings_generation_ + 1);
+        runtime_->log->reopen(config.log_access);
+        ++settings_generation_;
+        runtime_->publish_settings(std::move(settings));
+        limiter_.set_caps(config.limits.max_connections, config.limits.max_connections_per_client);
+        for (auto& ctx : contexts_)
+            asio::post(*ctx, [limiter = &limiter_, idle = config.limits.upstream_idle_timeout] {
+                this_thread_upstream_pool().configure(limiter, idle);
+            });
+    }
+
     void replace_state(std::shared_ptr<const GatewayState> state) override { runtime_->publish(std::move(state)); }
     std::shared_ptr<const GatewayState> state() const override { return runtime_->snapshot(); }
     AccessLog& access_log() override { return *runtime_->log; }
@@ -293,6 +305,7 @@ private:
     // lookup posts back to one of them.
     std::unique_ptr<ResolverPool> resolver_;
     std::size_t next_ = 0;
+    std::uint64_t settings_generation_ = 0;  // of the settings published last
 
     std::mutex stop_mutex_;
     bool stopping_ = false;

@@ -2,6 +2,7 @@
 // finish, or are cut at drain_timeout, while new connections are refused);
 // SIGHUP reloads a good config and refuses a broken one.
 #include "harness.hpp"
+#include "text_search.hpp"
 
 #include <gtest/gtest.h>
 
@@ -123,12 +124,6 @@ TEST_F(LifecycleTest, SighupReloadsAGoodConfigAndRefusesABrokenOne) {
     }
     proc_->signal(SIGTERM);
     EXPECT_EQ(proc_->wait_exit(), 0);
-}
-
-std::size_t count_of(const std::string& text, const std::string& needle) {
-    std::size_t n = 0;
-    for (auto pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + 1)) ++n;
-    return n;
 }
 
 // An emptied file (a truncating write, an editor caught mid-save) would reset

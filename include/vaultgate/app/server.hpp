@@ -36,6 +36,12 @@ public:
     // Actual bound ports (useful with port 0).
     virtual std::uint16_t proxy_port() const = 0;
 
+    // A reload's share here: the upstream trust store and pins and the limits
+    // for connections accepted from now on, and the access log reopened at
+    // log.access. Throws std::runtime_error, changing nothing, when the new
+    // upstream.ca_file or log.access cannot be opened.
+    virtual void reload(const Config& config) = 0;
+
     // Swaps in a new snapshot of vaults, sessions and policies; the next request uses it.
     virtual void replace_state(std::shared_ptr<const GatewayState> state) = 0;
     virtual std::shared_ptr<const GatewayState> state() const = 0;

@@ -63,6 +63,11 @@ public:
 
     void write(const AccessLogEntry& e);
     void flush();  // writes the pending lines now
+    // Writes the pending lines, then sends further ones to `destination`
+    // ("stdout" or a path, opened anew even when it is the same one, which is
+    // how a rotated file is let go). Throws std::runtime_error, changing
+    // nothing, when it cannot be opened.
+    void reopen(const std::string& destination);
     std::vector<AccessLogEntry> recent(std::size_t limit) const;
     // Lines dropped because the destination fell too far behind, or lost
     // because writing them failed (both are reported on the diagnostic log).
@@ -71,7 +76,7 @@ public:
 private:
     void run_flusher(std::stop_token stop);
 
-    std::string destination_;  // "stdout" or the path, for messages
+    std::string destination_;  // "stdout" or the path, for messages (under write_mutex_)
     int fd_ = -1;
     bool owns_fd_ = false;
     std::size_t ring_size_;

@@ -55,6 +55,15 @@ std::string_view format_timestamp(std::chrono::system_clock::time_point tp, char
     return std::string_view(buf, static_cast<std::size_t>(p - buf));
 }
 
+// "stdout", or the file appended to (created when missing).
+int open_destination(const std::string& destination) {
+    if (destination == "stdout") return STDOUT_FILENO;
+    // The log names hosts and sessions; not for every local user to read.
+    int fd = ::open(destination.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+    if (fd < 0) throw std::runtime_error("cannot open access log " + destination + ": " + std::strerror(errno));
+    return fd;
+}
+
 double round_tenth(double ms) { return std::round(ms * 10.0) / 10.0; }
 
 }  // namespace
@@ -167,14 +176,8 @@ AccessLog::AccessLog(const std::string& destination, std::size_t ring_size, std:
       ring_size_(ring_size),
       flush_interval_(flush_interval),
       max_pending_bytes_(max_pending_bytes) {
-    if (destination == "stdout") {
-        fd_ = STDOUT_FILENO;
-    } else {
-        // The log names hosts and sessions; not for every local user to read.
-        fd_ = ::open(destination.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
-        if (fd_ < 0) throw std::runtime_error("cannot open access log " + destination + ": " + std::strerror(errno));
-        owns_fd_ = true;
-    }
+    fd_ = open_destination(destination);
+    owns_fd_ = fd_ != STDOUT_FILENO;
     pending_.reserve(flush_batch_bytes * 2);
     flusher_ = std::jthread([this](std::stop_token stop) { run_flusher(std::move(stop)); });
 }
@@ -262,6 +265,16 @@ void AccessLog::flush() {
     if (newly_dropped > 0)
         log_warn("access log: " + std::to_string(newly_dropped) +
                  " lines dropped because the log destination is not keeping up");
+}
+
+void AccessLog::reopen(const std::string& destination) {
+    const int fd = open_destination(destination);
+    flush();
+    std::lock_guard write_lock(write_mutex_);
+    if (owns_fd_) ::close(fd_);
+    fd_ = fd;
+    owns_fd_ = fd != STDOUT_FILENO;
+    destination_ = destination;
 }
 
 std::uint64_t AccessLog::dropped_lines() const {

@@ -68,7 +68,7 @@ awaitable<AdminResponse> answer_explain(std::shared_ptr<const Runtime> rt, Admin
 
     // Without a session the proxy never resolves: it answers 407 first.
     if (explanation->session) {
-        const Candidates found = co_await find_candidates(*rt, explanation->destination);
+        const Candidates found = co_await find_candidates(*rt, *rt->settings(), explanation->destination);
         const admin::ExplainResolution resolution = judged(*rt, found, explanation->policy_rules);
         admin::settle_addresses(*explanation, resolution);
     }

@@ -15,6 +15,7 @@ namespace vaultgate::net {
 
 struct ClientContext {
     std::shared_ptr<Runtime> rt;
+    std::shared_ptr<const LiveSettings> settings;  // as at the accept, for the whole connection
     std::shared_ptr<Watchdog> watchdog;
     std::string client_ip;
     std::string session_id;

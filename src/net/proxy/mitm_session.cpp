@@ -71,7 +71,7 @@ public:
     MitmSession(ClientContext ctx, tcp::socket client, Authority dest)
         : ctx_(std::move(ctx)),
           rt_(*ctx_.rt),
-          limits_(rt_.config.limits),
+          limits_(ctx_.settings->limits),
           dest_(std::move(dest)),
           client_(std::move(client), rt_.client_facing_tls),
           client_buf_(16384),
@@ -86,7 +86,7 @@ public:
               [this] { drop_upstream(); },
               write_buffer_} {
         head_limits_ = request_head_limits(limits_);
-        pool_key_ = UpstreamPool::key(ctx_.session_id, dest_.host, dest_.port);
+        pool_key_ = UpstreamPool::key(ctx_.session_id, dest_.host, dest_.port, ctx_.settings->generation);
     }
     ~MitmSession() { stop_lending(); }  // also when the frame goes without run() ending
     MitmSession(const MitmSession&) = delete;
@@ -193,7 +193,7 @@ awaitable<bool> MitmSession::ensure_upstream(bool& reused, ExchangeResult& resul
         co_return true;
     }
     tcp::socket socket(client_.get_executor());
-    auto dialed = co_await dial_checked(rt_, *policy_, dest_, socket, *ctx_.watchdog);
+    auto dialed = co_await dial_checked(rt_, *ctx_.settings, *policy_, dest_, socket, *ctx_.watchdog);
     if (!dialed.ok()) {
         if (dialed.denied != DenyReason::none)
             result.refusal = denial(dialed.denied, policy_);
@@ -201,7 +201,7 @@ awaitable<bool> MitmSession::ensure_upstream(bool& reused, ExchangeResult& resul
             result.refusal = dial_failure(rt_, dest_, dialed, "the bound origin");
         co_return false;
     }
-    upstream_.emplace(std::move(socket), rt_.upstream_tls);
+    upstream_.emplace(std::move(socket), *ctx_.settings->upstream_tls);
     ctx_.watchdog->watch(upstream_->next_layer());
     if (!expect_upstream_identity(*upstream_, dest_)) {
         drop_upstream();

@@ -52,7 +52,7 @@ Refusal dial_failure(const Runtime& rt, const Authority& dest, const DialOutcome
 
 awaitable<void> send_http_refusal(ClientContext& ctx, tcp::socket& client, const Refusal& refusal,
                                   const Authority& dest, bool half_close) {
-    co_await write_all(client, refusal_response(refusal, dest), *ctx.watchdog, ctx.rt->config.limits.idle_timeout);
+    co_await write_all(client, refusal_response(refusal, dest), *ctx.watchdog, ctx.settings->limits.idle_timeout);
     if (!half_close) co_return;
     error_code ignored;
     client.shutdown(tcp::socket::shutdown_send, ignored);

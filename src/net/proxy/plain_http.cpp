@@ -31,7 +31,7 @@ public:
               upstream_,
               upstream_buf_,
               *ctx.watchdog,
-              ctx.rt->config.limits,
+              ctx.settings->limits,
               [this](bool& reused, ExchangeResult& r) { return connect(reused, r); },
               [this] { drop(); },
               write_buffer_} {}
@@ -62,7 +62,8 @@ private:
         reused = upstream_.has_value();
         if (upstream_) co_return true;
         tcp::socket socket(client_.get_executor());
-        auto dialed = co_await dial_checked(*ctx_.rt, *policy_, dest_, socket, *ctx_.watchdog, required_);
+        auto dialed =
+            co_await dial_checked(*ctx_.rt, *ctx_.settings, *policy_, dest_, socket, *ctx_.watchdog, required_);
         if (dialed.denied != DenyReason::none) {
             result.refusal = denial(dialed.denied, policy_);
             co_return false;

@@ -53,7 +53,7 @@ awaitable<ConnectionPhase> handle_connect(ClientContext& ctx, tcp::socket& clien
                             unlogged(refusal(400, "early_data", "send the TLS handshake after the 200 response")));
             co_return next;
         }
-        if (co_await write_all(client, connection_established, *ctx.watchdog, ctx.rt->config.limits.idle_timeout))
+        if (co_await write_all(client, connection_established, *ctx.watchdog, ctx.settings->limits.idle_timeout))
             co_return next;
         ctx.watchdog->unwatch(client);  // the TLS stream takes the socket over
         next.kind = ConnectionPhase::Kind::mitm;
@@ -62,7 +62,7 @@ awaitable<ConnectionPhase> handle_connect(ClientContext& ctx, tcp::socket& clien
     }
 
     tcp::socket upstream(client.get_executor());
-    auto dialed = co_await dial_checked(*ctx.rt, session.policy, dest, upstream, *ctx.watchdog);
+    auto dialed = co_await dial_checked(*ctx.rt, *ctx.settings, session.policy, dest, upstream, *ctx.watchdog);
     if (dialed.denied != DenyReason::none) {
         co_await refuse(ctx, client, {"denied", "CONNECT", dest, start}, denial(dialed.denied, &session.policy));
         co_return next;
@@ -72,7 +72,7 @@ awaitable<ConnectionPhase> handle_connect(ClientContext& ctx, tcp::socket& clien
                         dial_failure(*ctx.rt, dest, dialed, "the destination"));
         co_return next;
     }
-    if (co_await write_all(client, connection_established, *ctx.watchdog, ctx.rt->config.limits.idle_timeout))
+    if (co_await write_all(client, connection_established, *ctx.watchdog, ctx.settings->limits.idle_timeout))
         co_return next;
     next.kind = ConnectionPhase::Kind::tunnel;
     next.dest = dest;
@@ -91,7 +91,7 @@ enum class FirstBytes { pass, refused, ended };
 awaitable<FirstBytes> judge_first_bytes(ClientContext& ctx, tcp::socket& client, const Authority& dest,
                                         const EgressPolicy& policy, std::string_view leftover,
                                         clock::time_point start) {
-    const auto& limits = ctx.rt->config.limits;
+    const auto& limits = ctx.settings->limits;
     if (leftover.empty() && !readable_now(client)) {
         ctx.watchdog->arm(limits.idle_timeout);
         auto [ec] = co_await client.async_wait(tcp::socket::wait_read, use_tuple);
@@ -115,7 +115,7 @@ awaitable<void> run_tunnel(ClientContext& ctx, tcp::socket& client, tcp::socket&
     using namespace asio::experimental::awaitable_operators;
     auto start = clock::now();
     auto& wd = *ctx.watchdog;
-    const auto idle = ctx.rt->config.limits.idle_timeout;
+    const auto idle = ctx.settings->limits.idle_timeout;
     wd.watch(upstream);
     SpliceCounters counters;
     bool refused = false;
@@ -192,6 +192,7 @@ void record_request(const ClientContext& ctx, std::string_view ingress, const Au
 
 ClientContext make_client_context(std::shared_ptr<Runtime> rt, tcp::socket& client, std::string client_ip) {
     ClientContext ctx;
+    ctx.settings = rt->settings();
     ctx.rt = std::move(rt);
     ctx.watchdog = std::make_shared<Watchdog>(client.get_executor());
     ctx.watchdog->start();
@@ -213,7 +214,7 @@ namespace {
 awaitable<ConnectionPhase> serve_first_request(ClientContext& ctx, tcp::socket& client, clock::time_point start) {
     ConnectionPhase next;
     auto& rt = ctx.rt;
-    const auto& limits = rt->config.limits;
+    const auto& limits = ctx.settings->limits;
     const HeadLimits head_limits = request_head_limits(limits);
 
     ReadBuffer buf(4096);

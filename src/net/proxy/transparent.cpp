@@ -95,7 +95,7 @@ awaitable<void> refuse_tls(ClientContext& ctx, tcp::socket& client, DenyReason r
 // only to the original destination, never with a credential.
 awaitable<void> serve_transparent_http(ClientContext& ctx, tcp::socket& client, const tcp::endpoint& original,
                                        std::shared_ptr<const GatewayState> state, clock::time_point start) {
-    const auto& limits = ctx.rt->config.limits;
+    const auto& limits = ctx.settings->limits;
     const HeadLimits head_limits = request_head_limits(limits);
     ReadBuffer buf(4096);
     RequestHead req;
@@ -149,7 +149,7 @@ awaitable<ConnectionPhase> route_transparent(ClientContext& ctx, tcp::socket& cl
     if (session) ctx.session_id = session->id;
 
     const auto peeked =
-        co_await peek_client_hello(client, {}, *ctx.watchdog, rt->config.limits.handshake_timeout, rt->metrics);
+        co_await peek_client_hello(client, {}, *ctx.watchdog, ctx.settings->limits.handshake_timeout, rt->metrics);
     const HelloResult& hello = peeked.hello;
     if (is_own_connection(*rt, client, original)) {
         ctx.session_id.clear();  // vaultgate looping back to itself: no session applies
@@ -195,7 +195,8 @@ awaitable<ConnectionPhase> route_transparent(ClientContext& ctx, tcp::socket& cl
         co_return next;
     }
     tcp::socket upstream(client.get_executor());
-    auto dialed = co_await dial_checked(*rt, session->policy, by_name, upstream, *ctx.watchdog, *original);
+    auto dialed =
+        co_await dial_checked(*rt, *ctx.settings, session->policy, by_name, upstream, *ctx.watchdog, *original);
     if (dialed.denied != DenyReason::none) {
         co_await refuse_tls(ctx, client, dialed.denied, by_name, start);
     } else if (dialed.ok()) {

@@ -28,6 +28,12 @@ ConnectionLimiter::ConnectionLimiter(std::size_t max_total, std::size_t max_per_
       max_per_client_(max_per_client),
       descriptor_capacity_(descriptor_capacity.value_or(descriptors_within_limit())) {}
 
+void ConnectionLimiter::set_caps(std::size_t max_total, std::size_t max_per_client) {
+    std::lock_guard lock(mutex_);
+    max_total_ = max_total;
+    max_per_client_ = max_per_client;
+}
+
 Admission ConnectionLimiter::try_admit(const std::string& client_ip) {
     std::lock_guard lock(mutex_);
     if (total_ >= max_total_) return Admission::total_cap;

@@ -21,6 +21,9 @@ public:
     ConnectionLimiter(std::size_t max_total, std::size_t max_per_client,
                       std::optional<std::size_t> descriptor_capacity = std::nullopt);
 
+    // New caps (a reload): they judge the next admissions; connections
+    // already admitted stay, even above them.
+    void set_caps(std::size_t max_total, std::size_t max_per_client);
     Admission try_admit(const std::string& client_ip);
     void release(const std::string& client_ip);
     std::size_t active() const;

@@ -154,7 +154,7 @@ bool is_own_connection(const Runtime& rt, const tcp::socket& client, const std::
     return rt.outbound_sockets.contains(peer, local) || (original && rt.outbound_sockets.contains(peer, *original));
 }
 
-awaitable<Candidates> find_candidates(const Runtime& rt, const Authority& dest) {
+awaitable<Candidates> find_candidates(const Runtime& rt, const LiveSettings& settings, const Authority& dest) {
     Candidates out;
     if (dest.kind != HostKind::name) {
         out.source = AddressSource::literal;
@@ -164,7 +164,7 @@ awaitable<Candidates> find_candidates(const Runtime& rt, const Authority& dest) 
             co_return out;
         }
         out.endpoints.emplace_back(to_asio(*ip), dest.port);
-    } else if (auto it = rt.config.upstream_resolve.find(dest.host); it != rt.config.upstream_resolve.end()) {
+    } else if (auto it = settings.upstream_resolve.find(dest.host); it != settings.upstream_resolve.end()) {
         out.source = AddressSource::pinned;
         auto ip = parse_ip_strict(it->second);
         if (!ip) {
@@ -173,7 +173,7 @@ awaitable<Candidates> find_candidates(const Runtime& rt, const Authority& dest) 
         }
         out.endpoints.emplace_back(to_asio(*ip), dest.port);
     } else {
-        auto resolved = co_await rt.resolver->resolve(dest.host, dest.port, rt.config.limits.connect_timeout);
+        auto resolved = co_await rt.resolver->resolve(dest.host, dest.port, settings.limits.connect_timeout);
         out.timed_out = resolved.timed_out;
         out.error = resolved.error;
         out.endpoints = std::move(resolved.endpoints);
@@ -191,10 +191,11 @@ AddressVerdict check_endpoint(const Runtime& rt, const EgressPolicy& policy, con
     return verdict;
 }
 
-awaitable<DialOutcome> dial_checked(const Runtime& rt, const EgressPolicy& policy, const Authority& dest,
-                                    tcp::socket& socket, Watchdog& watchdog, std::optional<tcp::endpoint> required) {
+awaitable<DialOutcome> dial_checked(const Runtime& rt, const LiveSettings& settings, const EgressPolicy& policy,
+                                    const Authority& dest, tcp::socket& socket, Watchdog& watchdog,
+                                    std::optional<tcp::endpoint> required) {
     DialOutcome out;
-    Candidates found = co_await find_candidates(rt, dest);
+    Candidates found = co_await find_candidates(rt, settings, dest);
     if (found.denied != DenyReason::none || found.error || found.timed_out) {
         out.denied = found.denied;
         out.error = found.error;
@@ -234,7 +235,7 @@ awaitable<DialOutcome> dial_checked(const Runtime& rt, const EgressPolicy& polic
     // address must not hide a working IPv4 one. A share is at least 2 s (or
     // all that is left), room for one SYN retransmission (Linux: after 1 s),
     // so a name with many addresses does not starve each of them.
-    const auto deadline = clock::now() + rt.config.limits.connect_timeout;
+    const auto deadline = clock::now() + settings.limits.connect_timeout;
     constexpr clock::duration min_share = std::chrono::seconds(2);
     for (std::size_t i = 0; i < candidates.size(); ++i) {
         const auto& ep = candidates[i];

@@ -63,19 +63,21 @@ struct Candidates {
     bool timed_out = false;                // the lookup took longer than limits.connect_timeout
 };
 
-awaitable<Candidates> find_candidates(const Runtime& rt, const Authority& dest);
+// With the pins and connect_timeout of `settings` (the client connection's).
+awaitable<Candidates> find_candidates(const Runtime& rt, const LiveSettings& settings, const Authority& dest);
 
 // One candidate as dial_checked judges it: one of the proxy's own listeners is
 // self_connection whatever the policy says; otherwise the policy's address rule.
 AddressVerdict check_endpoint(const Runtime& rt, const EgressPolicy& policy, const tcp::endpoint& ep, bool pinned);
 
-// Connects `socket` to dest. Addresses pinned by upstream.resolve are exempt
+// Connects `socket` to dest, with the pins and connect_timeout of `settings`
+// (the client connection's). Addresses pinned by upstream.resolve are exempt
 // from the private-address rule; the proxy's own listeners never are.
 // With `required` (transparent mode: the connection's original destination),
 // that endpoint must be among the checked answers for dest's name, and it is
 // the only one dialled; otherwise the outcome is destination_mismatch.
-awaitable<DialOutcome> dial_checked(const Runtime& rt, const EgressPolicy& policy, const Authority& dest,
-                                    tcp::socket& socket, Watchdog& watchdog,
+awaitable<DialOutcome> dial_checked(const Runtime& rt, const LiveSettings& settings, const EgressPolicy& policy,
+                                    const Authority& dest, tcp::socket& socket, Watchdog& watchdog,
                                     std::optional<tcp::endpoint> required = std::nullopt);
 
 // Whether connecting to ep would reach one of the proxy's own listeners: by

@@ -133,7 +133,8 @@ awaitable<HttpsResponse> https_request(Runtime& rt, const HttpsRequest& request,
     // The upstreams' address rules: a public address, or one pinned by upstream.resolve.
     static const EgressPolicy address_rules{};
     tcp::socket socket(executor);
-    const DialOutcome dialed = co_await dial_checked(rt, address_rules, target.authority, socket, *watchdog);
+    const auto settings = rt.settings();
+    const DialOutcome dialed = co_await dial_checked(rt, *settings, address_rules, target.authority, socket, *watchdog);
     if (dialed.denied != DenyReason::none)
         fail(HttpsError::Kind::refused, target, "refused: " + std::string(deny_reason_name(dialed.denied)));
     if (dialed.timed_out) fail(HttpsError::Kind::timeout, target, "no connection within limits.connect_timeout");
@@ -141,7 +142,7 @@ awaitable<HttpsResponse> https_request(Runtime& rt, const HttpsRequest& request,
     if (clock::now() >= deadline)
         fail(HttpsError::Kind::timeout, target, "no complete answer within " + in_ms(limits.total_timeout));
 
-    tls.emplace(std::move(socket), rt.upstream_tls);
+    tls.emplace(std::move(socket), *settings->upstream_tls);
     if (!expect_upstream_identity(*tls, target.authority)) fail(HttpsError::Kind::tls, target, "cannot set up TLS");
     watchdog->watch(tls->next_layer());
     watchdog->arm(deadline - clock::now());

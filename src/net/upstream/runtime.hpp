@@ -1,6 +1,7 @@
 #pragma once
-// What every connection shares: the config, the current state snapshot, the CA
-// and leaf cache, both TLS contexts, the access log. Built once per server.
+// What every connection shares: the config, the current state snapshot, the
+// settings a reload replaces, the CA and leaf cache, the client-facing TLS
+// context, the access log. Built once per server.
 #include "net/io/connection_registry.hpp"
 #include "net/io/types.hpp"
 #include "net/upstream/self_connection.hpp"
@@ -15,7 +16,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace vaultgate::net {
@@ -35,12 +39,27 @@ inline HeadLimits request_head_limits(const Limits& limits) {
 // How often one upstream failure (a reason at one destination) may be warned of.
 inline constexpr std::chrono::seconds upstream_warning_interval{10};
 
+// What a SIGHUP replaces (docs/reference/configuration.md, "Reload
+// behaviour"). A client connection takes the current settings when it is
+// accepted and keeps them to its end, so one connection never mixes two.
+struct LiveSettings {
+    Limits limits;
+    std::map<std::string, std::string> upstream_resolve;  // normalised host -> IP literal
+    std::shared_ptr<ssl::context> upstream_tls;           // verified, to bound origins
+    // Differs between reloads: pooled upstream connections opened under
+    // other pins or another trust store are never handed to this generation.
+    std::uint64_t generation = 0;
+};
+
+// Builds the settings of `config`, with a new upstream TLS context; throws
+// std::runtime_error naming upstream.ca_file when it cannot be loaded.
+std::shared_ptr<const LiveSettings> make_live_settings(const Config& config, std::uint64_t generation);
+
 struct Runtime {
-    Config config;
+    Config config;  // as started; what a reload may change is read from settings()
     std::unique_ptr<CertificateAuthority> ca;
     std::unique_ptr<LeafCache> leaves;
     ssl::context client_facing_tls{ssl::context::tls_server};  // MITM side, leaf per connection
-    ssl::context upstream_tls{ssl::context::tls_client};       // verified, to bound origins
     std::unique_ptr<AccessLog> log;
     std::vector<tcp::endpoint> self_endpoints;  // our own listeners, never dialled
     // Kept by the dialer, to which the Runtime is const (see dialer.hpp).
@@ -63,6 +82,12 @@ struct Runtime {
         if (before && next) removed_sessions.note(*before, *next, std::chrono::system_clock::now());
     }
 
+    // The settings current now (set before the first connection is accepted).
+    std::shared_ptr<const LiveSettings> settings() const { return settings_.load(std::memory_order_acquire); }
+    void publish_settings(std::shared_ptr<const LiveSettings> next) {
+        settings_.store(std::move(next), std::memory_order_release);
+    }
+
     // One finished request or tunnel: the access log line and its counters.
     void record(const AccessLogEntry& e) {
         log->write(e);
@@ -72,6 +97,7 @@ struct Runtime {
 
 private:
     std::atomic<std::shared_ptr<const GatewayState>> state_;
+    std::atomic<std::shared_ptr<const LiveSettings>> settings_;
 };
 
 }  // namespace vaultgate::net

@@ -1,5 +1,7 @@
 #include "net/upstream/tls_contexts.hpp"
 
+#include "net/upstream/runtime.hpp"
+
 #include "vaultgate/egress/client_hello.hpp"
 
 #include <openssl/ssl.h>
@@ -106,6 +108,16 @@ void configure_client_facing_context(ssl::context& ctx) {
     SSL_CTX_set_alpn_select_cb(native, select_http11, nullptr);
     // The server's choice (SSL_OP_CIPHER_SERVER_PREFERENCE above): AES-128-GCM first.
     prefer_aes128(native);
+}
+
+std::shared_ptr<const LiveSettings> make_live_settings(const Config& config, std::uint64_t generation) {
+    auto settings = std::make_shared<LiveSettings>();
+    settings->limits = config.limits;
+    settings->upstream_resolve = config.upstream_resolve;
+    settings->upstream_tls = std::make_shared<ssl::context>(ssl::context::tls_client);
+    configure_upstream_context(*settings->upstream_tls, config.upstream_ca_file);
+    settings->generation = generation;
+    return settings;
 }
 
 bool use_leaf(tls_stream& stream, const LeafCertificate& leaf, X509* chain_cert) {

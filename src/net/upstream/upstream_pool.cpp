@@ -9,12 +9,14 @@
 
 namespace vaultgate::net {
 
-std::string UpstreamPool::key(const std::string& session, const std::string& host, std::uint16_t port) {
+std::string UpstreamPool::key(const std::string& session, const std::string& host, std::uint16_t port,
+                              std::uint64_t settings_generation) {
     std::string k;
-    k.reserve(session.size() + host.size() + 8);
+    k.reserve(session.size() + host.size() + 16);
     k.append(session).push_back('\n');  // session ids never contain a newline
     k.append(host).push_back(':');
-    k.append(std::to_string(port));
+    k.append(std::to_string(port)).push_back('#');
+    k.append(std::to_string(settings_generation));
     return k;
 }
 

@@ -38,14 +38,18 @@ namespace vaultgate::net {
 
 class UpstreamPool {
 public:
-    static std::string key(const std::string& session, const std::string& host, std::uint16_t port);
+    // The settings generation keeps a connection opened before a reload (other
+    // pins, another trust store) from serving connections accepted after it.
+    static std::string key(const std::string& session, const std::string& host, std::uint16_t port,
+                           std::uint64_t settings_generation);
 
     UpstreamPool() = default;
     UpstreamPool(const UpstreamPool&) = delete;
     UpstreamPool& operator=(const UpstreamPool&) = delete;
     ~UpstreamPool();
 
-    // Until configured, nothing is kept. Called on the I/O thread that owns the pool.
+    // Until configured, nothing is kept. Called on the I/O thread that owns the
+    // pool; again on a reload, for the new idle timeout.
     void configure(ConnectionLimiter* limiter, clock::duration max_idle);
     // The sweep's timer, cancelled when an empty pool gets a connection (the
     // sweep sleeps while there is none).

@@ -1,6 +1,7 @@
 // The MITM path end to end: injection, the leaf and its chain, TLS resumption
 // and cipher order on both sides.
 #include "mitm_fixture.hpp"
+#include "text_search.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -59,12 +60,6 @@ std::string reconnect_five_times(std::uint16_t proxy_port, const std::string& au
                             "-verify_return_error"});
     EXPECT_EQ(res.exit_code, 0) << res.err;
     return res.out;
-}
-
-std::size_t count_of(const std::string& text, const std::string& needle) {
-    std::size_t n = 0;
-    for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
-    return n;
 }
 
 // A TLS 1.3 client resumes with its one ticket (and a fresh key exchange).

@@ -23,7 +23,8 @@ class HttpsClientTest : public ::testing::Test {
 protected:
     HttpsClientTest() : pki_(dir_) {
         rt_.config.limits.connect_timeout = std::chrono::seconds(5);
-        configure_upstream_context(rt_.upstream_tls, pki_.upstream_ca_cert);
+        rt_.config.upstream_ca_file = pki_.upstream_ca_cert;
+        rt_.publish_settings(make_live_settings(rt_.config, 0));
         rt_.resolver = &resolver_;
         rt_.local_addresses.refresh();
     }
@@ -35,7 +36,10 @@ protected:
         return std::make_unique<RecordingUpstream>(cert, key);
     }
 
-    void pin(const std::string& host) { rt_.config.upstream_resolve[host] = "127.0.0.1"; }
+    void pin(const std::string& host) {
+        rt_.config.upstream_resolve[host] = "127.0.0.1";
+        rt_.publish_settings(make_live_settings(rt_.config, 0));
+    }
 
     struct Outcome {
         std::optional<HttpsResponse> response;
