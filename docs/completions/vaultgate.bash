@@ -27,6 +27,7 @@ _vaultgate() {
             " session delete") path="$path $word" ;;
             " logs") path="$path $word" ;;
             " bootstrap") path="$path $word" ;;
+            " explain") path="$path $word" ;;
             " version") path="$path $word" ;;
             " help") path="$path $word" ;;
             " completion") path="$path $word" ;;
@@ -34,7 +35,7 @@ _vaultgate() {
         esac
     done
     case "$path" in
-        "") words="serve check-config ca vault session logs bootstrap version help completion --help -h --version"; values="--help -h --version" ;;
+        "") words="serve check-config ca vault session logs bootstrap explain version help completion --help -h --version"; values="--help -h --version" ;;
         " serve") words="--help -h --config --allow-rollback"; values="--help -h --config --allow-rollback" ;;
         " check-config") words="--help -h --config --no-bind-check"; values="--help -h --config --no-bind-check" ;;
         " ca") words="init --help -h"; values="--help -h" ;;
@@ -55,7 +56,8 @@ _vaultgate() {
         " session show") words="--help -h --admin --token-file --config --output -o --json"; values="--help -h --admin --token-file --config --output -o --json" ;;
         " session delete") words="--help -h --admin --token-file --config --output -o --json"; values="--help -h --admin --token-file --config --output -o --json" ;;
         " logs") words="--help -h --admin --token-file --config --output -o --json --vault --session --limit --follow"; values="--help -h --admin --token-file --config --output -o --json --vault --session --limit --follow" ;;
-        " bootstrap") words="--help -h"; values="--help -h" ;;
+        " bootstrap") words="--help -h --admin --token-file --config --vault --format --secret --out-dir --ttl --cleanup"; values="--help -h --admin --token-file --config --vault --format --secret --out-dir --ttl --cleanup" ;;
+        " explain") words="--help -h --session --method --admin --token-file --config --output -o --json"; values="--help -h --session --method --admin --token-file --config --output -o --json" ;;
         " version") words="--help -h"; values="--help -h" ;;
         " help") words="--help -h"; values="--help -h" ;;
         " completion") words="bash --help -h"; values="--help -h" ;;

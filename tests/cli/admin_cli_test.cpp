@@ -136,10 +136,12 @@ protected:
         return run_command(argv(args), input, {{"VAULTGATE_ADMIN", ""}, {"VAULTGATE_ADMIN_TOKEN_FILE", ""}});
     }
 
-    // A CONNECT without credentials: a 407 that the access log records.
+    // A CONNECT naming a session that does not exist: a 407 that the access
+    // log records (without the header the config's default session applies).
     void unauthenticated_connect(const std::string& host) {
         RawClient c(proc_->proxy_port());
-        auto head = c.connect(host + ":443");
+        // base64("ses_nosuch:not-a-token")
+        auto head = c.connect(host + ":443", "Proxy-Authorization: Basic c2VzX25vc3VjaDpub3QtYS10b2tlbg==\r\n");
         EXPECT_EQ(head.rfind("HTTP/1.1 407", 0), 0u) << head;
     }
 

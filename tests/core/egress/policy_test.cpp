@@ -436,17 +436,17 @@ TEST(JudgeDestination, NamesTheKeyAndTheRule) {
 TEST(JudgeAddress, NamesWhatAllowedOrDenied) {
     EgressPolicy p;
     p.allowed_cidrs = {cidr("10.0.0.0/8")};
-    const auto listed = judge_address(p, ip("10.1.2.3"), true);
+    const auto listed = judge_address(p, parsed_ip("10.1.2.3"), true);
     EXPECT_EQ(listed.reason, DenyReason::none);
     EXPECT_EQ(policy_key_name(listed.key), "allowed_cidrs");
     EXPECT_EQ(listed.cidr, &p.allowed_cidrs[0]);
     EXPECT_EQ(address_class_name(listed.address_class), "private_network");
 
-    const auto pinned = judge_address(p, ip("192.168.1.1"), true);
+    const auto pinned = judge_address(p, parsed_ip("192.168.1.1"), true);
     EXPECT_EQ(pinned.reason, DenyReason::none);
     EXPECT_EQ(policy_key_name(pinned.key), "upstream.resolve");
 
-    const auto by_class = judge_address(p, ip("169.254.169.254"), false);
+    const auto by_class = judge_address(p, parsed_ip("169.254.169.254"), false);
     EXPECT_EQ(by_class.reason, DenyReason::metadata_address);
     EXPECT_EQ(policy_key_name(by_class.key), "address_class");
     EXPECT_EQ(address_class_name(by_class.address_class), "metadata");
