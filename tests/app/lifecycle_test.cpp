@@ -2,7 +2,7 @@
 // finish, or are cut at drain_timeout, while new connections are refused);
 // SIGHUP reloads a good config and refuses a broken one.
 #include "harness.hpp"
-#include "text_search.hpp"
+#include "test_text.hpp"
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,6 @@
 // rest of the reload applies; a second SIGTERM during the drain exits at once.
 #include "harness.hpp"
 #include "test_text.hpp"
-#include "text_search.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,12 +1,15 @@
 // Small text helpers shared by the test suites: config edits, case folding,
-// and a real TLS ClientHello to feed the proxy or the parser.
+// counting and reading what a process wrote, and a real TLS ClientHello to
+// feed the proxy or the parser.
 #pragma once
 
 #include <openssl/ssl.h>
 
 #include <cctype>
 #include <cstddef>
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 
 namespace vaultgate::test {
@@ -15,6 +18,21 @@ inline std::string replace_all(std::string s, const std::string& from, const std
     for (std::size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size())
         s.replace(pos, from.size(), to);
     return s;
+}
+
+// How many times `needle` occurs in `text` (overlapping ones included).
+inline std::size_t count_of(const std::string& text, const std::string& needle) {
+    std::size_t n = 0;
+    for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+    return n;
+}
+
+// The whole content of a text file ("" when it cannot be read).
+inline std::string read_text_file(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
 }
 
 inline std::string ascii_lower(std::string s) {

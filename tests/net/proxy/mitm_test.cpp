@@ -1,7 +1,7 @@
 // The MITM path end to end: injection, the leaf and its chain, TLS resumption
 // and cipher order on both sides.
 #include "mitm_fixture.hpp"
-#include "text_search.hpp"
+#include "test_text.hpp"
 
 #include <filesystem>
 #include <fstream>
