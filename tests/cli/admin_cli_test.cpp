@@ -172,6 +172,43 @@ TEST_F(AdminCliTest, ConfigGivesTheAddressAndTokenAndOptionsWin) {
     EXPECT_NE(bad.err.find("bad.yaml"), std::string::npos) << bad.err;
 }
 
+TEST_F(AdminCliTest, SessionsAreListedShownAndAVaultIsDeletedOnlyOnceUnused) {
+    ASSERT_TRUE(proc_->started()) << proc_->stderr_text();
+    ASSERT_EQ(cli({"vault", "create", "github"}).exit_code, 0);
+    auto created = cli({"session", "create", "--vault", "github", "--ttl", "600", "--json"});
+    ASSERT_EQ(created.exit_code, 0) << created.err;
+    const auto session = json::parse(created.out);
+    const std::string id = session["id"];
+    const std::string token = session["token"];
+
+    auto listed = cli({"session", "list"});
+    ASSERT_EQ(listed.exit_code, 0) << listed.err;
+    EXPECT_EQ(listed.out.rfind("ID", 0), 0u) << listed.out;
+    ASSERT_NE(listed.out.find(id), std::string::npos) << listed.out;
+    const std::string row =
+        listed.out.substr(listed.out.find(id)).substr(0, listed.out.substr(listed.out.find(id)).find('\n'));
+    EXPECT_NE(row.find(" github "), std::string::npos) << "the vault by name: " << row;
+    EXPECT_EQ(listed.out.find(token), std::string::npos) << "a listing never shows a token";
+    auto shown = cli({"session", "show", id, "-o", "json"});
+    ASSERT_EQ(shown.exit_code, 0) << shown.err;
+    EXPECT_EQ(json::parse(shown.out)["id"], id);
+    EXPECT_EQ(shown.out.find(token), std::string::npos);
+
+    auto in_use = cli({"vault", "delete", "github"});
+    EXPECT_EQ(in_use.exit_code, 1);
+    EXPECT_NE(in_use.err.find("vault_in_use"), std::string::npos) << in_use.err;
+    EXPECT_EQ(cli({"vault", "show", "github"}).exit_code, 0) << "refused: the vault stays";
+
+    EXPECT_EQ(cli({"session", "delete", id}).exit_code, 0);
+    EXPECT_EQ(cli({"session", "show", id}).exit_code, 1);
+    auto deleted = cli({"vault", "delete", "github"});
+    EXPECT_EQ(deleted.exit_code, 0) << deleted.err;
+    auto gone = cli({"vault", "show", "github"});
+    EXPECT_EQ(gone.exit_code, 1);
+    EXPECT_NE(gone.err.find("unknown_vault"), std::string::npos) << gone.err;
+    EXPECT_EQ(gone.out, "");
+}
+
 TEST_F(AdminCliTest, OutputJsonAndTheJsonAliasPrintTheServersAnswer) {
     ASSERT_TRUE(proc_->started()) << proc_->stderr_text();
     for (const auto& flags : std::vector<std::vector<std::string>>{{"-o", "json"}, {"--output=json"}, {"--json"}}) {

@@ -24,21 +24,28 @@ struct SessionArgs {
 
 using Args = std::shared_ptr<SessionArgs>;
 
-// "a,b" for an array of strings; the field's text otherwise.
+// "a,b" for an array: strings as they are, {"id","name"} objects by name
+// (their id when the name is gone), anything else as JSON.
 std::string joined(const json& obj, const char* key) {
     if (!obj.is_object() || !obj.contains(key) || !obj[key].is_array()) return field(obj, key);
     std::string out;
     for (const auto& item : obj[key]) {
         if (!out.empty()) out += ",";
-        out += item.is_string() ? item.get<std::string>() : item.dump();
+        if (item.is_string()) {
+            out += item.get<std::string>();
+        } else if (const std::string name = field(item, "name"); name != "-") {
+            out += name;
+        } else {
+            out += item.is_object() ? field(item, "id") : item.dump();
+        }
     }
     return out.empty() ? "-" : out;
 }
 
-// Vault names when the server sends them, else the ids.
+// The session's vaults: {"vaults":[{"id","name"}]}, else a list of ids.
 std::string vaults_of(const json& s) {
-    for (const char* key : {"vault_names", "vaults"})
-        if (s.is_object() && s.contains(key) && s[key].is_array() && !s[key].empty()) return joined(s, key);
+    if (s.is_object() && s.contains("vaults") && s["vaults"].is_array() && !s["vaults"].empty())
+        return joined(s, "vaults");
     return joined(s, "vault_ids");
 }
 

@@ -78,12 +78,14 @@ private:
 bool stdin_is_terminal() { return ::isatty(STDIN_FILENO) == 1; }
 
 std::string read_secret_from_terminal(const std::string& prompt) {
-    std::fputs(prompt.c_str(), stderr);
-    std::fflush(stderr);
     std::string line;
     line.reserve(max_line + 1);
     {
+        // Echo goes off before the prompt shows: what is typed once it is
+        // visible is never echoed.
         EchoOff echo_off;
+        std::fputs(prompt.c_str(), stderr);
+        std::fflush(stderr);
         char c = 0;
         for (;;) {
             const ssize_t n = ::read(STDIN_FILENO, &c, 1);
