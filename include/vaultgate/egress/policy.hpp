@@ -66,6 +66,16 @@ std::string_view deny_reason_name(DenyReason r);
 // One sentence a person or an agent can act on (names the config key that would allow it).
 std::string deny_reason_advice(DenyReason r, const Authority& dest);
 
+// The policy key a refusal points at ("allowed_domains", "allow_https", ...);
+// empty when no policy key decides it.
+std::string_view deny_rule(DenyReason reason);
+
+// The advice naming the policy that refused ("default", or "inline" for a
+// session's own policy) in place of the generic "egress_policies.<policy>",
+// after "Refused by egress policy 'NAME' (RULE)."; the plain advice when
+// `policy` is empty.
+std::string named_deny_advice(DenyReason reason, const Authority& dest, std::string_view policy);
+
 // The package-manager bundle (PyPI, npm, Debian/Ubuntu, crates.io, Go, RubyGems, Maven).
 const std::vector<DomainRule>& package_manager_domains();
 

@@ -246,7 +246,9 @@ nlohmann::ordered_json explanation_json(const Explanation& e) {
     j["reason"] = e.reason.empty() ? ordered_json(nullptr) : ordered_json(e.reason);
     j["decided_by"] = key_json(e.decided_by);
     j["advice"] =
-        e.deny == DenyReason::none ? ordered_json(nullptr) : ordered_json(deny_reason_advice(e.deny, e.destination));
+        e.deny == DenyReason::none
+            ? ordered_json(nullptr)
+            : ordered_json(named_deny_advice(e.deny, e.destination, e.policy.value_or(e.session ? "inline" : "")));
     ordered_json request;
     request["method"] = e.method;
     request["scheme"] = e.scheme;

@@ -336,4 +336,41 @@ AddressVerdict judge_address(const EgressPolicy& policy, const IpAddress& addr, 
     return verdict;
 }
 
+std::string_view deny_rule(DenyReason reason) {
+    switch (reason) {
+        case DenyReason::domain_not_allowed:
+        case DenyReason::port_not_allowed:
+            return "allowed_domains";
+        case DenyReason::https_not_allowed:
+            return "allow_https";
+        case DenyReason::http_not_allowed:
+            return "allow_http";
+        case DenyReason::ip_literal_not_allowed:
+        case DenyReason::private_address:
+        case DenyReason::metadata_address:
+        case DenyReason::loopback_address:
+        case DenyReason::reserved_address:
+            return "allowed_cidrs";
+        case DenyReason::sni_mismatch:
+            return "tunnel_sni_check";
+        default:
+            return {};
+    }
+}
+
+std::string named_deny_advice(DenyReason reason, const Authority& dest, std::string_view policy) {
+    std::string advice = deny_reason_advice(reason, dest);
+    if (policy.empty()) return advice;
+    constexpr std::string_view generic = "egress_policies.<policy>";
+    const std::string named =
+        policy == "inline" ? "the session's inline egress_policy" : "egress_policies." + std::string(policy);
+    for (auto at = advice.find(generic); at != std::string::npos; at = advice.find(generic, at + named.size()))
+        advice.replace(at, generic.size(), named);
+    const std::string_view rule = deny_rule(reason);
+    if (rule.empty()) return advice;
+    const std::string which =
+        policy == "inline" ? "the session's inline egress policy" : "egress policy '" + std::string(policy) + "'";
+    return "Refused by " + which + " (" + std::string(rule) + "). " + advice;
+}
+
 }  // namespace vaultgate

@@ -71,48 +71,6 @@ std::string error_response(int status, std::string_view code, std::string_view m
     return build(status, headers, body.dump() + "\n", close);
 }
 
-std::string_view deny_rule(DenyReason reason) {
-    switch (reason) {
-        case DenyReason::domain_not_allowed:
-        case DenyReason::port_not_allowed:
-            return "allowed_domains";
-        case DenyReason::https_not_allowed:
-            return "allow_https";
-        case DenyReason::http_not_allowed:
-            return "allow_http";
-        case DenyReason::ip_literal_not_allowed:
-        case DenyReason::private_address:
-        case DenyReason::metadata_address:
-        case DenyReason::loopback_address:
-        case DenyReason::reserved_address:
-            return "allowed_cidrs";
-        case DenyReason::sni_mismatch:
-            return "tunnel_sni_check";
-        default:
-            return {};
-    }
-}
-
-namespace {
-
-// The advice with the generic "egress_policies.<policy>" made the policy that refused.
-std::string advice_for(DenyReason reason, const Authority& dest, std::string_view policy) {
-    std::string advice = deny_reason_advice(reason, dest);
-    if (policy.empty()) return advice;
-    constexpr std::string_view generic = "egress_policies.<policy>";
-    const std::string named =
-        policy == "inline" ? "the session's inline egress_policy" : "egress_policies." + std::string(policy);
-    for (auto at = advice.find(generic); at != std::string::npos; at = advice.find(generic, at + named.size()))
-        advice.replace(at, generic.size(), named);
-    const std::string_view rule = deny_rule(reason);
-    if (rule.empty()) return advice;
-    const std::string which =
-        policy == "inline" ? "the session's inline egress policy" : "egress policy '" + std::string(policy) + "'";
-    return "Refused by " + which + " (" + std::string(rule) + "). " + advice;
-}
-
-}  // namespace
-
 std::string denied_response(DenyReason reason, const Authority& dest, std::string_view policy) {
     auto name = std::string(deny_reason_name(reason));
     nlohmann::ordered_json body = {
@@ -121,7 +79,7 @@ std::string denied_response(DenyReason reason, const Authority& dest, std::strin
         body["policy"] = policy;
         if (auto rule = deny_rule(reason); !rule.empty()) body["rule"] = rule;
     }
-    body["message"] = advice_for(reason, dest, policy);
+    body["message"] = named_deny_advice(reason, dest, policy);
     std::string headers = "X-Vaultgate-Reason: " + name + "\r\n";
     return build(403, headers, body.dump() + "\n", true);
 }

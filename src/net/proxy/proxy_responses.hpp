@@ -20,10 +20,6 @@ std::string error_response(int status, std::string_view code, std::string_view m
 // "policy" and, for a refusal by one of its keys, "rule"; the message names both.
 std::string denied_response(DenyReason reason, const Authority& dest, std::string_view policy = {});
 
-// The key of an egress policy that a refusal for `reason` comes from
-// ("allowed_domains", "allow_https", ...); empty when no key decides it.
-std::string_view deny_rule(DenyReason reason);
-
 // 407 with Proxy-Authenticate: Basic realm="vaultgate".
 std::string proxy_auth_required_response(std::string_view message);
 

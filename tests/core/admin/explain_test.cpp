@@ -149,7 +149,9 @@ TEST_F(ExplainTest, DenialsNameTheKeyAndCarryTheAdvice) {
     expect_key(other.decided_by, "allowed_domains", "");
     EXPECT_FALSE(other.would_dial());
     const json j = explanation_json(other);
-    EXPECT_NE(j["advice"].get<std::string>().find("allowed_domains"), std::string::npos) << j.dump();
+    EXPECT_NE(j["advice"].get<std::string>().find("egress_policies.default.allowed_domains"), std::string::npos)
+        << "the advice names the session's policy: " << j.dump();
+    EXPECT_EQ(j["advice"].get<std::string>().find("<policy>"), std::string::npos) << j.dump();
 
     const auto port = explain("https://api.x.com:8443/");
     EXPECT_EQ(port.reason, "port_not_allowed");
