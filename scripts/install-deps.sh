@@ -14,6 +14,11 @@ packages=(
   clang-14 libclang-rt-14-dev
   # integration tests: real clients and tools
   curl python3 python3-requests openssl iproute2 nftables git
+  # signed and minted credentials: origins that re-verify with the real SDKs
+  python3-botocore python3-jwt
+  # HTTP/2 and the shared store
+  libnghttp2-dev python3-h2 python3-httpx nodejs
+  libpq-dev postgresql
 )
 
 missing=()
