@@ -53,7 +53,4 @@ std::string domain_rule_text(const DomainRule& rule);
 // "10.0.0.0/8", "fd00::/8", "192.0.2.1/32"; parse_cidr of it gives the CIDR back.
 std::string cidr_text(const Cidr& cidr);
 
-// "api-key", "bearer", "basic", "header", "query".
-std::string_view auth_type_name(AuthType type);
-
 }  // namespace vaultgate

@@ -1,25 +1,12 @@
 #pragma once
 // Credential injection: a pure function over a parsed request head.
+#include "vaultgate/credentials/auth_spec.hpp"
 #include "vaultgate/http/message.hpp"
 #include "vaultgate/util/secret.hpp"
 
 #include <string>
 
 namespace vaultgate {
-
-enum class AuthType { api_key, bearer, basic, header, query };
-
-struct AuthSpec {
-    AuthType type = AuthType::api_key;
-    std::string header = "x-api-key";  // api_key, header
-    std::string key;                   // credential name in the vault
-    std::string user;                  // basic
-    std::string value_template;        // header: "Token {secret}"
-    std::string param;                 // query
-
-    // The header this spec writes ("Authorization" for bearer/basic), empty for query.
-    std::string target_header() const;
-};
 
 // Removes every copy of the target header in any letter case, and any header
 // whose name equals it with '_' for '-', then sets exactly one injected value.

@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace vaultgate::validation {
 
@@ -94,14 +95,37 @@ std::optional<std::string> check_service_host(std::string_view raw, std::string*
 // --- auth specs ----------------------------------------------------------------
 
 // The keys an auth object may have, for the callers' unknown-key check.
-inline constexpr std::array<std::string_view, 6> auth_keys = {"type", "header", "key", "user", "template", "param"};
+inline constexpr std::array<std::string_view, 23> auth_keys = {
+    "type",          "header",          "key",           "user",          "template",
+    "param",         "access_key_id",   "secret_access_key", "session_token", "region",
+    "service",       "token_url",       "client_id",     "client_secret", "scope",
+    "audience",      "client_auth",     "app_id",        "installation_id", "private_key",
+    "api_url",       "scheme",          "scopes"};
 
-// "api-key", "bearer", "basic", "header", "query".
+// The keys whose value is a credential name of the vault (not shown in
+// errors: a pasted secret is where a name belongs).
+bool names_credential(std::string_view auth_key);
+
+// "api-key", "bearer", "basic", "header", "query", "aws-sigv4",
+// "oauth2-client-credentials", "github-app", "jwt-bearer".
 std::optional<AuthType> parse_auth_type(std::string_view name);
 
-// The text of each key present in an auth object, by key. The caller has already
-// refused keys outside auth_keys and values that are not strings.
-using AuthFields = std::map<std::string, std::string, std::less<>>;
+// The value of one key of an auth object: text, or a list of texts (`scopes`).
+struct AuthValue {
+    AuthValue() = default;
+    AuthValue(std::string t) : text(std::move(t)) {}  // NOLINT: implicit, as a plain string reads
+    AuthValue(const char* t) : text(t) {}              // NOLINT
+    AuthValue(std::vector<std::string> items) : list(std::move(items)), is_list(true) {}  // NOLINT
+
+    std::string text;
+    std::vector<std::string> list;
+    bool is_list = false;
+};
+
+// The value of each key present in an auth object, by key. The caller has
+// already refused keys outside auth_keys, skipped null values and refused
+// values that are neither a string nor a list of strings.
+using AuthFields = std::map<std::string, AuthValue, std::less<>>;
 
 struct FieldError {
     std::string field;        // the key at fault; empty when a required key is missing
@@ -111,7 +135,7 @@ struct FieldError {
 
 // Builds the spec, checking that the type is known, that every key is one the
 // type reads, that the keys it needs are there and that each value is well
-// formed. `key` is checked for its form only: whether a vault holds that
+// formed. Credential names are checked for their form only: whether a vault holds that
 // credential is the caller's question. Reports the first problem found.
 std::optional<FieldError> build_auth_spec(const AuthFields& fields, AuthSpec* out);
 

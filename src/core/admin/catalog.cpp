@@ -207,8 +207,10 @@ void Catalog::remove_credential(std::size_t vault, std::string_view name) {
     // A service left without its credential would answer 503 to every
     // request; the caller removes the binding first, on purpose.
     for (const auto& s : data_.vaults[vault].services)
-        if (s.config.auth.key == name)
-            fail(409, "credential_in_use", "service " + s.id + " injects this credential; delete the service first");
+        for (const auto& used : s.config.auth.credential_names())
+            if (used == name)
+                fail(409, "credential_in_use",
+                     "service " + s.id + " uses this credential; delete the service first");
 
     StoreData next = data_;
     auto& credentials = next.vaults[vault].credentials;
@@ -218,10 +220,14 @@ void Catalog::remove_credential(std::size_t vault, std::string_view name) {
 
 StoredService Catalog::add_service(std::size_t vault, ServiceConfig config) {
     const auto& credentials = data_.vaults[vault].credentials;
-    const bool known = std::any_of(credentials.begin(), credentials.end(),
-                                   [&](const StoredCredential& c) { return c.name == config.auth.key; });
-    if (!known)
-        fail(400, "unknown_credential", "auth_config.key: the vault has no credential of that name; create it first");
+    for (const auto& field : config.auth.credential_fields()) {
+        const bool known = std::any_of(credentials.begin(), credentials.end(),
+                                       [&](const StoredCredential& c) { return c.name == field.name; });
+        if (!known)
+            fail(400, "unknown_credential",
+                 "auth_config." + std::string(field.auth_key) +
+                     ": the vault has no credential of that name; create it first");
+    }
 
     for (const auto& other : data_.vaults[vault].services)
         if (other.config.same_binding(config))

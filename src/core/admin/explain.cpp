@@ -92,7 +92,7 @@ ExplainedBinding explained(const Binding& binding) {
     b.port = config.port;
     b.path_prefix = config.path_prefix;
     b.auth_type = std::string(auth_type_name(config.auth.type));
-    b.credential = config.auth.key;
+    b.credential = config.auth.primary_credential();
     b.credential_set = binding.secret != nullptr;
     b.redact_response = config.redact_response;
     return b;

@@ -45,24 +45,37 @@ CredentialSource read_credential(const yaml::Value& v) {
 
 AuthSpec read_auth(const yaml::Value& v, const VaultConfig& vault) {
     const auto f = v.fields(validation::auth_keys);
-    validation::AuthFields text;
-    for (const auto& [key, entry] : f) text.emplace(key, entry.string());
+    validation::AuthFields given;
+    for (const auto& [key, entry] : f) {
+        if (entry.is_null()) continue;  // an optional key left empty, as `audience: null`
+        validation::AuthValue value;
+        if (entry.is_list()) {
+            value.is_list = true;
+            for (const auto& item : entry.list()) value.list.push_back(item.string());
+        } else {
+            value.text = entry.string();
+        }
+        given.emplace(key, std::move(value));
+    }
     AuthSpec spec;
-    if (auto err = validation::build_auth_spec(text, &spec)) {
+    if (auto err = validation::build_auth_spec(given, &spec)) {
         if (err->field.empty()) v.fail(err->message);
         const auto& at = f.at(err->field);
         if (err->key_itself) at.fail_at_key(at.path(), err->message);
-        // Names and types help find the mistake; key, user and template are
-        // never shown, since a template is where a real secret gets pasted.
-        const bool may_show = err->field == "type" || err->field == "header" || err->field == "param";
-        at.fail(may_show ? with_value(err->message, text.at(err->field)) : err->message);
+        // Plain settings help find the mistake; credential names, user and
+        // template are never shown, since that is where a real secret gets pasted.
+        const auto& value = given.at(err->field);
+        const bool may_show = !value.is_list && !validation::names_credential(err->field) &&
+                              err->field != "user" && err->field != "template";
+        at.fail(may_show ? with_value(err->message, value.text) : err->message);
     }
-    if (!vault.credentials.count(spec.key)) {
+    for (const auto& [key, value] : given) {
+        if (!validation::names_credential(key) || vault.credentials.count(value.text)) continue;
         std::vector<std::string> names;
         for (const auto& [n, _] : vault.credentials) names.push_back(n);
-        f.at("key").fail(
-            "no credential " + shown(spec.key) + " in vault '" + vault.name + "'" +
-            (names.empty() ? std::string(" (it has no credentials)") : " (credentials: " + joined(names) + ")"));
+        f.at(key).fail("no credential " + shown(value.text) + " in vault '" + vault.name + "'" +
+                       (names.empty() ? std::string(" (it has no credentials)")
+                                      : " (credentials: " + joined(names) + ")"));
     }
     return spec;
 }

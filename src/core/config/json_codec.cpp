@@ -116,11 +116,21 @@ std::string service_host(const json& j, const std::string& path) {
 
 AuthSpec decode_auth(const json& j, const std::string& path) {
     require_object(j, path, validation::auth_keys);
-    validation::AuthFields text;
-    for (const auto& [key, value] : j.items())
-        if (!value.is_null()) text.emplace(key, string_value(value, child(path, key)));
+    validation::AuthFields given;
+    for (const auto& [key, value] : j.items()) {
+        if (value.is_null()) continue;
+        validation::AuthValue v;
+        if (value.is_array()) {
+            v.is_list = true;
+            for (std::size_t i = 0; i < value.size(); ++i)
+                v.list.push_back(string_value(value[i], child(path, key) + "[" + std::to_string(i) + "]"));
+        } else {
+            v.text = string_value(value, child(path, key));
+        }
+        given.emplace(key, std::move(v));
+    }
     AuthSpec spec;
-    if (auto err = validation::build_auth_spec(text, &spec))
+    if (auto err = validation::build_auth_spec(given, &spec))
         fail(err->field.empty() ? path : child(path, err->field), err->message);
     return spec;
 }
@@ -219,22 +229,6 @@ nlohmann::json parse_json_text(std::string_view text, JsonTextError* error) {
     return root;
 }
 
-std::string_view auth_type_name(AuthType type) {
-    switch (type) {
-        case AuthType::api_key:
-            return "api-key";
-        case AuthType::bearer:
-            return "bearer";
-        case AuthType::basic:
-            return "basic";
-        case AuthType::header:
-            return "header";
-        case AuthType::query:
-            return "query";
-    }
-    return "api-key";
-}
-
 std::string domain_rule_text(const DomainRule& rule) {
     std::string out = rule.wildcard ? "*." + rule.host : rule.host;
     if (rule.port) out += ":" + std::to_string(*rule.port);
@@ -245,23 +239,55 @@ std::string cidr_text(const Cidr& cidr) { return cidr.base.to_string() + "/" + s
 
 nlohmann::json service_to_json(const ServiceConfig& service) {
     json auth = json::object();
-    auth["type"] = auth_type_name(service.auth.type);
-    auth["key"] = service.auth.key;
-    switch (service.auth.type) {
+    const AuthSpec& a = service.auth;
+    auth["type"] = auth_type_name(a.type);
+    switch (a.type) {
         case AuthType::api_key:
-            auth["header"] = service.auth.header;
+            auth["key"] = a.key;
+            auth["header"] = a.header;
             break;
         case AuthType::bearer:
+            auth["key"] = a.key;
             break;
         case AuthType::basic:
-            auth["user"] = service.auth.user;
+            auth["key"] = a.key;
+            auth["user"] = a.user;
             break;
         case AuthType::header:
-            auth["header"] = service.auth.header;
-            auth["template"] = service.auth.value_template;
+            auth["key"] = a.key;
+            auth["header"] = a.header;
+            auth["template"] = a.value_template;
             break;
         case AuthType::query:
-            auth["param"] = service.auth.param;
+            auth["key"] = a.key;
+            auth["param"] = a.param;
+            break;
+        case AuthType::aws_sigv4:
+            auth["access_key_id"] = a.access_key_id;
+            auth["secret_access_key"] = a.secret_access_key;
+            if (!a.session_token.empty()) auth["session_token"] = a.session_token;
+            if (!a.region.empty()) auth["region"] = a.region;
+            if (!a.service.empty()) auth["service"] = a.service;
+            break;
+        case AuthType::oauth2_client_credentials:
+            auth["token_url"] = a.token_url;
+            auth["client_id"] = a.client_id;
+            auth["client_secret"] = a.client_secret;
+            if (!a.scope.empty()) auth["scope"] = a.scope;
+            if (!a.audience.empty()) auth["audience"] = a.audience;
+            auth["client_auth"] = a.client_auth == ClientAuth::post ? "post" : "basic";
+            break;
+        case AuthType::github_app:
+            auth["app_id"] = a.app_id;
+            auth["installation_id"] = a.installation_id;
+            auth["private_key"] = a.private_key;
+            auth["api_url"] = a.api_url;
+            auth["scheme"] = a.scheme == TokenScheme::basic ? "basic" : "bearer";
+            break;
+        case AuthType::jwt_bearer:
+            auth["key"] = a.key;
+            auth["scopes"] = a.scopes;
+            if (!a.token_url.empty()) auth["token_url"] = a.token_url;
             break;
     }
     json j = json::object();

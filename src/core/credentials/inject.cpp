@@ -105,6 +105,13 @@ void check_inputs(const AuthSpec& spec, std::string_view secret) {
             return;
         case AuthType::query:
             return;
+        case AuthType::aws_sigv4:
+        case AuthType::oauth2_client_credentials:
+        case AuthType::github_app:
+        case AuthType::jwt_bearer:
+            // Signed and minted credentials are never injected as stored.
+            throw std::invalid_argument("auth type " + std::string(auth_type_name(spec.type)) +
+                                        " injects no stored value");
     }
 }
 
@@ -156,6 +163,11 @@ void build_value(std::string& out, const AuthSpec& spec, std::string_view secret
             out.reserve(percent_encoded_size(secret));
             append_percent_encoded(out, secret);
             return;
+        case AuthType::aws_sigv4:
+        case AuthType::oauth2_client_credentials:
+        case AuthType::github_app:
+        case AuthType::jwt_bearer:
+            return;  // refused by check_inputs
     }
 }
 
@@ -246,21 +258,6 @@ void inject_query(RequestHead& head, const AuthSpec& spec, std::string_view secr
 }
 
 }  // namespace
-
-std::string AuthSpec::target_header() const {
-    switch (type) {
-        case AuthType::api_key:
-            return header.empty() ? std::string(default_api_key_header) : header;
-        case AuthType::bearer:
-        case AuthType::basic:
-            return std::string(authorization_header);
-        case AuthType::header:
-            return header;
-        case AuthType::query:
-            return {};
-    }
-    return {};
-}
 
 void inject_credential(RequestHead& head, const AuthSpec& spec, const Secret& secret) {
     if (spec.type == AuthType::query)

@@ -21,8 +21,6 @@ bool is_name_char(char c) {
            c == '-';
 }
 
-constexpr std::string_view auth_type_choices = "api-key, bearer, basic, header, query";
-
 }  // namespace
 
 bool is_valid_name(std::string_view name) {
@@ -183,95 +181,6 @@ std::optional<std::string> check_service_host(std::string_view raw, std::string*
     // sandbox can pick; a registrable-looking suffix at least needs a dot.
     if (res.host->find('.') == std::string::npos) return "a wildcard must name at least two labels after \"*.\"";
     *normalised = "*." + *res.host;
-    return std::nullopt;
-}
-
-std::optional<AuthType> parse_auth_type(std::string_view name) {
-    if (name == "api-key") return AuthType::api_key;
-    if (name == "bearer") return AuthType::bearer;
-    if (name == "basic") return AuthType::basic;
-    if (name == "header") return AuthType::header;
-    if (name == "query") return AuthType::query;
-    return std::nullopt;
-}
-
-std::optional<FieldError> build_auth_spec(const AuthFields& fields, AuthSpec* out) {
-    auto text = [&](std::string_view key) -> const std::string* {
-        auto it = fields.find(key);
-        return it == fields.end() ? nullptr : &it->second;
-    };
-    auto missing = [](std::string_view key, std::string_view why) {
-        return FieldError{"", "missing required key '" + std::string(key) + "' " + std::string(why), false};
-    };
-
-    AuthSpec spec;
-    const auto* type_name = text("type");
-    if (!type_name) return missing("type", "(one of " + std::string(auth_type_choices) + ")");
-    const auto type = parse_auth_type(*type_name);
-    if (!type) return FieldError{"type", "expected one of " + std::string(auth_type_choices), false};
-    spec.type = *type;
-
-    // The optional keys each type reads. A key the type ignores is almost always
-    // a mistake in `type`; refusing it beats injecting something other than what
-    // the operator had in mind.
-    std::vector<std::string_view> used;
-    switch (spec.type) {
-        case AuthType::api_key:
-            used = {"header"};
-            break;
-        case AuthType::bearer:
-            break;
-        case AuthType::basic:
-            used = {"user"};
-            break;
-        case AuthType::header:
-            used = {"header", "template"};
-            break;
-        case AuthType::query:
-            used = {"param"};
-            break;
-    }
-    for (const auto& [key, _] : fields) {
-        if (key == "type" || key == "key") continue;
-        bool is_used = false;
-        for (auto u : used) is_used = is_used || u == key;
-        if (!is_used) return FieldError{key, "not used by auth type " + *type_name, true};
-    }
-
-    const auto* key = text("key");
-    if (!key) return missing("key", "(the credential to inject)");
-    if (auto why = check_name(*key, "credential")) return FieldError{"key", *why, false};
-    spec.key = *key;
-
-    const auto for_type = "for auth type " + *type_name;
-    if (spec.type == AuthType::api_key || spec.type == AuthType::header) {
-        const auto* header = text("header");
-        // api-key falls back to the AuthSpec default, x-api-key.
-        if (!header && spec.type == AuthType::header) return missing("header", for_type);
-        if (header) {
-            if (auto why = check_header_name(*header)) return FieldError{"header", *why, false};
-            spec.header = *header;
-        }
-    }
-    if (spec.type == AuthType::header) {
-        const auto* tmpl = text("template");
-        if (!tmpl) return missing("template", for_type);
-        if (auto why = check_header_template(*tmpl)) return FieldError{"template", *why, false};
-        spec.value_template = *tmpl;
-    }
-    if (spec.type == AuthType::basic) {
-        const auto* user = text("user");
-        if (!user) return missing("user", for_type);
-        if (auto why = check_basic_user(*user)) return FieldError{"user", *why, false};
-        spec.user = *user;
-    }
-    if (spec.type == AuthType::query) {
-        const auto* param = text("param");
-        if (!param) return missing("param", for_type);
-        if (auto why = check_query_param(*param)) return FieldError{"param", *why, false};
-        spec.param = *param;
-    }
-    *out = std::move(spec);
     return std::nullopt;
 }
 

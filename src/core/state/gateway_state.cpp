@@ -67,6 +67,15 @@ Vault build_vault(const Config& config, std::size_t index, std::vector<std::stri
     return vault;
 }
 
+// The primary credential's value when every credential the spec reads is
+// there: a service that lacks one is refused as a whole.
+const Secret* usable_credential(const Vault& vault, const AuthSpec& auth) {
+    for (const auto& name : auth.credential_names())
+        if (!vault.credentials.count(name)) return nullptr;
+    const auto cred = vault.credentials.find(auth.primary_credential());
+    return cred == vault.credentials.end() ? nullptr : &cred->second;
+}
+
 // What an origin may echo: the credential, and for basic auth the
 // "user:secret" pair whose base64 is the header value.
 std::shared_ptr<const RedactionPatterns> redaction_patterns(const AuthSpec& auth, const Secret& secret) {
@@ -82,7 +91,7 @@ std::shared_ptr<const RedactionPatterns> redaction_patterns(const AuthSpec& auth
     }
     try {
         // The placeholder the bootstrapper hands the sandbox for that credential.
-        return std::make_shared<const RedactionPatterns>(needles, placeholder_for(auth.key));
+        return std::make_shared<const RedactionPatterns>(needles, placeholder_for(auth.primary_credential()));
     } catch (const std::invalid_argument&) {
         // The secret occurs in its own placeholder (a very short secret):
         // redacting would put it back.
@@ -98,8 +107,8 @@ const ServiceBinding* same_redaction_inputs(const Vault& previous, const Service
         if (before.id != service.id || !before.config.redact_response) continue;
         const AuthSpec& a = before.config.auth;
         const AuthSpec& b = service.config.auth;
-        if (a.type != b.type || a.user != b.user || a.key != b.key) return nullptr;
-        const auto cred = previous.credentials.find(a.key);
+        if (a.type != b.type || a.user != b.user || a.primary_credential() != b.primary_credential()) return nullptr;
+        const auto cred = previous.credentials.find(a.primary_credential());
         if (cred == previous.credentials.end() || cred->second.reveal() != secret.reveal()) return nullptr;
         return &before;
     }
@@ -142,7 +151,7 @@ std::set<std::string> placeholder_collisions(const Vault& vault) {
     std::set<std::string> out;
     for (const auto& service : vault.services) {
         if (!service.redaction) continue;
-        const std::string& key = service.config.auth.key;
+        const std::string& key = service.config.auth.primary_credential();
         const auto own = vault.credentials.find(key);
         if (own == vault.credentials.end()) continue;
         for (const auto& [name, secret] : vault.credentials) {
@@ -166,7 +175,7 @@ void prepare_redaction(Vault& vault, std::vector<std::string>* warnings, const V
     for (auto& service : vault.services) {
         service.redaction = nullptr;
         if (!service.config.redact_response) continue;
-        const auto cred = vault.credentials.find(service.config.auth.key);
+        const auto cred = vault.credentials.find(service.config.auth.primary_credential());
         if (cred == vault.credentials.end()) continue;
         if (const ServiceBinding* before =
                 previous ? same_redaction_inputs(*previous, service, cred->second) : nullptr) {
@@ -175,7 +184,7 @@ void prepare_redaction(Vault& vault, std::vector<std::string>* warnings, const V
         }
         service.redaction = redaction_patterns(service.config.auth, cred->second);
         if (!service.redaction && warnings)
-            warnings->push_back("vault " + vault.name + ": credential " + service.config.auth.key +
+            warnings->push_back("vault " + vault.name + ": credential " + service.config.auth.primary_credential() +
                                 " occurs in its redaction placeholder; requests to " + service.config.host +
                                 " are refused (502 redaction_unavailable)");
     }
@@ -214,8 +223,7 @@ std::vector<Binding> GatewayState::bindings_for(const Session& s, std::string_vi
         const Vault& vault = it->second;
         for (const auto& service : vault.services) {
             if (!service.config.matches(host, port)) continue;
-            const auto cred = vault.credentials.find(service.config.auth.key);
-            out.push_back(Binding{&vault, &service, cred == vault.credentials.end() ? nullptr : &cred->second});
+            out.push_back(Binding{&vault, &service, usable_credential(vault, service.config.auth)});
         }
     }
     return out;

@@ -6,7 +6,14 @@ namespace vaultgate::net {
 
 awaitable<CredentialStep> obtain_credential(const RequestPlan& plan) {
     CredentialStep step;
-    if (plan.binding) step.credential = Credential{&plan.binding->service->config.auth, plan.binding->secret};
+    if (!plan.binding) co_return step;
+    const AuthSpec& spec = plan.binding->service->config.auth;
+    if (spec.is_signed() || spec.is_minted()) {
+        // Never forwarded with the placeholder or without its credential.
+        step.refusal = refusal(502, "credential_unavailable", "this service's credential cannot be applied");
+        co_return step;
+    }
+    step.credential = Credential{&spec, plan.binding->secret};
     co_return step;
 }
 

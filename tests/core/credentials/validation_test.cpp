@@ -303,8 +303,9 @@ TEST(Validation, AuthSpecRefusals) {
         bool key_itself = false;
     };
     const std::vector<AuthCase> cases = {
-        {{{"key", "K"}}, "", "missing required key 'type' (one of api-key, bearer, basic, header, query)"},
-        {{{"type", "oauth"}, {"key", "K"}}, "type", "expected one of api-key, bearer, basic, header, query"},
+        {{{"key", "K"}}, "", "missing required key 'type' (one of api-key, bearer, basic, header, query, aws-sigv4, "},
+        {{{"type", "oauth"}, {"key", "K"}}, "type", "expected one of api-key, bearer, basic, header, query, aws-sigv4, oauth2-client-credentials, "
+                                     "github-app, jwt-bearer"},
         {{{"type", "bearer"}}, "", "missing required key 'key' (the credential to inject)"},
         {{{"type", "bearer"}, {"key", ""}}, "key", "expected a credential name of [A-Za-z0-9_.-]"},
         {{{"type", "bearer"}, {"key", "a/b"}}, "key", "expected a credential name of [A-Za-z0-9_.-]"},
@@ -356,7 +357,7 @@ TEST(Validation, AuthSpecRefusals) {
     };
     for (const auto& c : cases) {
         std::string shown;
-        for (const auto& [k, v] : c.fields) shown += k + "=" + v + " ";
+        for (const auto& [k, v] : c.fields) shown += k + "=" + v.text + " ";
         SCOPED_TRACE(shown);
         AuthSpec spec;
         spec.key = "untouched";
@@ -414,6 +415,29 @@ TEST(Validation, EveryOptionalAuthKeyIsReadBySomeType) {
         {{"type", "basic"}, {"key", "K"}, {"user", "u"}},
         {{"type", "header"}, {"key", "K"}, {"header", "X-K"}, {"template", "{secret}"}},
         {{"type", "query"}, {"key", "K"}, {"param", "p"}},
+        {{"type", "aws-sigv4"},
+         {"access_key_id", "A"},
+         {"secret_access_key", "S"},
+         {"session_token", "T"},
+         {"region", "us-east-1"},
+         {"service", "s3"}},
+        {{"type", "oauth2-client-credentials"},
+         {"token_url", "https://auth.example/token"},
+         {"client_id", "I"},
+         {"client_secret", "S"},
+         {"scope", "read"},
+         {"audience", "api"},
+         {"client_auth", "post"}},
+        {{"type", "github-app"},
+         {"app_id", "1"},
+         {"installation_id", "2"},
+         {"private_key", "K"},
+         {"api_url", "https://ghe.example/api/v3"},
+         {"scheme", "basic"}},
+        {{"type", "jwt-bearer"},
+         {"key", "SA"},
+         {"scopes", std::vector<std::string>{"a"}},
+         {"token_url", "https://oauth2.example/token"}},
     };
     for (auto key : auth_keys) {
         bool read = false;
