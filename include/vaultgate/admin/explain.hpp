@@ -45,8 +45,9 @@ struct ExplainedBinding {
     std::uint16_t port = 0;
     std::string path_prefix;
     std::string auth_type;   // "api-key", "bearer", ...
-    std::string credential;  // the credential's name
-    bool credential_set = false;
+    std::string credential;  // the credential's name (the secret input of signed and minted types)
+    std::vector<std::string> credentials;  // every credential the auth type reads
+    bool credential_set = false;           // all of them have a value
     bool redact_response = false;
 };
 

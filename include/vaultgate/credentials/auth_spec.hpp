@@ -72,6 +72,8 @@ struct AuthSpec {
     // jwt-bearer
     std::vector<std::string> scopes;
 
+    bool operator==(const AuthSpec&) const = default;
+
     // The header this spec writes ("Authorization" for bearer, basic, signed
     // and minted types), empty for query.
     std::string target_header() const;

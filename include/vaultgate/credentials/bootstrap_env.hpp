@@ -43,7 +43,8 @@ bool has_secret_suffix(std::string_view name);
 
 // The secret variables: exactly those in `named` when it is not empty (each must
 // be present and non-empty, else nullopt and *error), otherwise every variable
-// with a secret suffix and a non-empty value. An empty value holds no secret, and
+// with a secret suffix and a non-empty value, and AWS's key pair when both of
+// it are there (aws_env.hpp). An empty value holds no secret, and
 // an empty credential could never authenticate anything.
 std::optional<std::vector<std::string>> choose_secret_names(const EnvList& vars, const std::vector<std::string>& named,
                                                             std::string* error);

@@ -54,6 +54,10 @@ Input read_input(const RunOptions& options) {
                      "name them with --secret NAME)\n");
     if (auto bad = unsendable_secrets(input.secrets); !bad.empty())
         throw UsageError(bad.front().name + ": " + bad.front().reason);
+    if (find_aws_credential_set(input.secrets) && !complete_aws_region(input.env))
+        std::fprintf(stderr,
+                     "vaultgate bootstrap: warning: AWS keys without AWS_REGION or AWS_DEFAULT_REGION; most AWS "
+                     "SDKs need a region\n");
     for (const auto& name : scrub_other_values(input.env, input.secrets))
         std::fprintf(stderr, "vaultgate bootstrap: %s held a secret's value; it now holds the placeholder\n",
                      name.c_str());
@@ -87,7 +91,8 @@ void add_session_env(EnvList& env, const json& session, const AdminClient& clien
 }
 
 void add_trust_env(EnvList& env, const fs::path& ca_path, const fs::path& bundle_path) {
-    for (const char* name : {"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO"})
+    for (const char* name :
+         {"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO", "AWS_CA_BUNDLE"})
         set_env(env, name, bundle_path.string());
     set_env(env, "NODE_EXTRA_CA_CERTS", ca_path.string());
     // git sends proxy credentials only after a 407 unless told to send them
@@ -115,7 +120,10 @@ int run_steps(const AdminClient& client, const RunOptions& options, Input input,
     std::string session_id;
     try {
         for (const auto& secret : input.secrets) store_secret(client, vault, secret);
+        const auto aws = find_aws_credential_set(input.secrets);
+        if (aws) bind_aws(client, vault, *aws);
         for (const auto& secret : input.secrets) {
+            if (aws && in_aws_set(*aws, secret.name)) continue;
             if (auto match = match_url_var(secret.name, urls))
                 bind_secret(client, vault, secret.name, urls[*match]);
             else

@@ -27,6 +27,12 @@ std::string string_field(const json& obj, const char* key, std::string fallback 
     return fallback;
 }
 
+std::string aws_keys_of(const json& auth) {
+    if (string_field(auth, "type") != "aws-sigv4") return {};
+    return string_field(auth, "access_key_id") + " " + string_field(auth, "secret_access_key") + " " +
+           string_field(auth, "session_token");
+}
+
 void read_vault_contents(const json& vault, VaultState& state) {
     for (const auto& c : items_of(vault, "credentials"))
         if (auto name = string_field(c, "name"); !name.empty()) state.credentials.push_back(name);
@@ -34,15 +40,21 @@ void read_vault_contents(const json& vault, VaultState& state) {
         if (!s.is_object() || !s.contains("host") || !s["host"].is_string()) continue;
         std::uint16_t port = 443;
         if (s.contains("port") && s["port"].is_number_unsigned()) port = s["port"].get<std::uint16_t>();
-        // Compared as the proxy compares; a wildcard or odd host simply never matches.
-        auto host = normalize_host(s["host"].get<std::string>());
-        if (!host) continue;
+        // Compared as the proxy compares; a wildcard or odd host has no
+        // authority, so it never matches a URL's host, only its own pattern.
+        const std::string pattern = s["host"].get<std::string>();
+        auto host = normalize_host(pattern);
         const json auth = s.contains("auth_config") ? s["auth_config"] : json::object();
-        state.services.push_back({{*host.host, port, host.kind},
-                                  string_field(s, "path_prefix", "/"),
-                                  string_field(auth, "type"),
-                                  lower(string_field(auth, "header", bound_header)),
-                                  string_field(auth, "key")});
+        ServiceShape shape{{},
+                           string_field(s, "path_prefix", "/"),
+                           string_field(auth, "type"),
+                           lower(string_field(auth, "header", bound_header)),
+                           string_field(auth, "key"),
+                           pattern,
+                           aws_keys_of(auth)};
+        if (host) shape.authority = {*host.host, port, host.kind};
+        shape.authority.port = port;
+        state.services.push_back(std::move(shape));
     }
 }
 
@@ -96,7 +108,9 @@ VaultState create_vault(const AdminClient& client, const std::string& name) {
 }
 
 void check_bindings(const std::vector<SecretVar>& secrets, const std::vector<UrlVar>& urls) {
+    const auto aws = find_aws_credential_set(secrets);
     for (const auto& secret : secrets) {
+        if (aws && in_aws_set(*aws, secret.name)) continue;  // bound to AWS's endpoints, not to a URL
         auto match = match_url_var(secret.name, urls);
         if (!match || !urls[*match].target.tls) continue;
         const Authority& dest = urls[*match].target.authority;
@@ -170,6 +184,40 @@ void bind_secret(const AdminClient& client, VaultState& vault, const std::string
     vault.services_created.push_back(id_of(parse_body(response, client), client));
     std::fprintf(stderr, "vaultgate bootstrap: bound %s to %s (x-api-key, from %s)\n", secret_name.c_str(),
                  where.c_str(), url.name.c_str());
+}
+
+void bind_aws(const AdminClient& client, VaultState& vault, const AwsCredentialSet& set) {
+    const std::string keys = set.access_key_id + " " + set.secret_access_key + " " + set.session_token;
+    const auto same_place = [&](const ServiceShape& s) {
+        return s.host_pattern == aws_bound_host && s.authority.port == 443;
+    };
+    const auto ours = [&](const ServiceShape& s) {
+        return same_place(s) && s.path_prefix == "/" && s.aws_keys == keys;
+    };
+    if (std::any_of(vault.services.begin(), vault.services.end(), ours)) {
+        std::fprintf(stderr, "vaultgate bootstrap: the AWS keys are already bound to %s in vault %s; kept\n",
+                     std::string(aws_bound_host).c_str(), vault.id.c_str());
+        return;
+    }
+    if (std::any_of(vault.services.begin(), vault.services.end(), same_place)) {
+        std::fprintf(stderr,
+                     "vaultgate bootstrap: the AWS keys are not bound: vault %s already has another service for %s; "
+                     "left as it is\n",
+                     vault.id.c_str(), std::string(aws_bound_host).c_str());
+        return;
+    }
+    json auth = {
+        {"type", "aws-sigv4"}, {"access_key_id", set.access_key_id}, {"secret_access_key", set.secret_access_key}};
+    if (!set.session_token.empty()) auth["session_token"] = set.session_token;
+    json body = {{"host", aws_bound_host}, {"port", 443}, {"auth_config", auth}};
+    auto response = client.request("POST", admin_target({"v1", "vaults", vault.id, "services"}), body.dump());
+    expect_status(response, {200, 201}, client);
+    ServiceShape shape{{}, "/", "aws-sigv4", bound_header, "", std::string(aws_bound_host), keys};
+    shape.authority.port = 443;
+    vault.services.push_back(std::move(shape));
+    vault.services_created.push_back(id_of(parse_body(response, client), client));
+    std::fprintf(stderr, "vaultgate bootstrap: bound the AWS keys to %s (aws-sigv4)\n",
+                 std::string(aws_bound_host).c_str());
 }
 
 }  // namespace vaultgate::cli::bootstrap

@@ -3,6 +3,7 @@
 // make it, store each secret, bind each to its URL's host. Each step keeps
 // what it made in the VaultState, which becomes the run's cleanup record.
 #include "cli/admin_client.hpp"
+#include "vaultgate/credentials/aws_env.hpp"
 #include "vaultgate/credentials/bootstrap_env.hpp"
 
 #include <nlohmann/json_fwd.hpp>
@@ -21,6 +22,8 @@ struct ServiceShape {
     std::string auth_type;
     std::string auth_header;  // lower case
     std::string auth_key;
+    std::string host_pattern;  // the host as stored, wildcards included
+    std::string aws_keys;      // aws-sigv4: "access_key_id secret_access_key session_token"
 };
 
 struct VaultState {
@@ -59,5 +62,10 @@ void store_secret(const AdminClient& client, VaultState& vault, const SecretVar&
 // vault already has that binding (kept) or another service for that host and
 // port (left as it is).
 void bind_secret(const AdminClient& client, VaultState& vault, const std::string& secret_name, const UrlVar& url);
+
+// Binds AWS's key pair (and session token) to every AWS endpoint with
+// aws-sigv4, unless the vault already has that binding (kept) or another
+// service for that host (left as it is).
+void bind_aws(const AdminClient& client, VaultState& vault, const AwsCredentialSet& set);
 
 }  // namespace vaultgate::cli::bootstrap

@@ -51,12 +51,21 @@ std::string request_line(const json& request) {
            text(request, "path", "/");
 }
 
+// "credential KEY", or "credentials A, B" for a type that reads several.
+std::string credential_names(const json& b) {
+    const auto it = b.find("credentials");
+    if (it == b.end() || !it->is_array() || it->size() < 2) return "credential " + text(b, "credential");
+    std::string names;
+    for (const auto& name : *it) names += (names.empty() ? "" : ", ") + (name.is_string() ? name.get<std::string>() : "?");
+    return "credentials " + names;
+}
+
 std::string binding_line(const json& b) {
     if (!b.is_object()) return "-";
     std::string line = "vault " + text(b, "vault");
     if (text(b, "vault_id") != text(b, "vault")) line += " (" + text(b, "vault_id") + ")";
     line += ", service " + text(b, "service") + " (" + text(b, "host") + ":" + text(b, "port") + " " +
-            text(b, "path_prefix") + "): " + text(b, "auth_type") + " with credential " + text(b, "credential");
+            text(b, "path_prefix") + "): " + text(b, "auth_type") + " with " + credential_names(b);
     line += b.value("credential_set", false) ? "" : " (not set)";
     if (b.value("redact_response", false)) line += ", responses redacted";
     return line;

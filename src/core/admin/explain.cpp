@@ -93,6 +93,7 @@ ExplainedBinding explained(const Binding& binding) {
     b.path_prefix = config.path_prefix;
     b.auth_type = std::string(auth_type_name(config.auth.type));
     b.credential = config.auth.primary_credential();
+    b.credentials = config.auth.credential_names();
     b.credential_set = binding.secret != nullptr;
     b.redact_response = config.redact_response;
     return b;
@@ -157,6 +158,7 @@ ordered_json binding_json(const ExplainedBinding& b) {
     j["path_prefix"] = b.path_prefix;
     j["auth_type"] = b.auth_type;
     j["credential"] = b.credential;
+    j["credentials"] = b.credentials;
     j["credential_set"] = b.credential_set;
     j["redact_response"] = b.redact_response;
     return j;

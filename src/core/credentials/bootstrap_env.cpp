@@ -1,5 +1,6 @@
 #include "vaultgate/credentials/bootstrap_env.hpp"
 
+#include "vaultgate/credentials/aws_env.hpp"
 #include "vaultgate/credentials/validation.hpp"
 #include "vaultgate/util/json_text.hpp"
 #include "vaultgate/util/json_wipe.hpp"
@@ -156,8 +157,11 @@ std::optional<std::vector<std::string>> choose_secret_names(const EnvList& vars,
         }
         return chosen;
     }
-    for (const auto& var : vars)
-        if (has_secret_suffix(var.name) && !var.value.empty()) chosen.push_back(var.name);
+    const bool aws_pair = has_aws_key_pair(vars);
+    for (const auto& var : vars) {
+        const bool aws_key = aws_pair && (var.name == aws_access_key_var || var.name == aws_secret_key_var);
+        if ((has_secret_suffix(var.name) || aws_key) && !var.value.empty()) chosen.push_back(var.name);
+    }
     return chosen;
 }
 

@@ -126,7 +126,8 @@ const ErrorCase error_cases[] = {
      "t.yaml:7:15: ", "vaults[0].services[0].auth: missing required key 'key'"},
     {"auth_unknown_type",
      vault_prefix + "    services:\n      - host: a.example.com\n        auth: { type: oauth, key: K }\n",
-     "t.yaml:7:23: ", "auth.type: expected one of api-key, bearer, basic, header, query, got 'oauth'"},
+     "t.yaml:7:23: ", "auth.type: expected one of api-key, bearer, basic, header, query, aws-sigv4, "
+     "oauth2-client-credentials, github-app, jwt-bearer, got 'oauth'"},
     {"auth_key_of_other_type",
      vault_prefix + "    services:\n      - host: a.example.com\n        auth: { type: bearer, key: K, param: p }\n",
      "t.yaml:7:39: ", "vaults[0].services[0].auth.param: not used by auth type bearer"},

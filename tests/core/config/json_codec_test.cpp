@@ -26,6 +26,7 @@ void expect_same_service(const ServiceConfig& a, const ServiceConfig& b) {
     EXPECT_EQ(a.auth.user, b.auth.user);
     EXPECT_EQ(a.auth.value_template, b.auth.value_template);
     EXPECT_EQ(a.auth.param, b.auth.param);
+    EXPECT_TRUE(a.auth == b.auth);
 }
 
 void expect_same_policy(const EgressPolicy& a, const EgressPolicy& b) {
@@ -82,6 +83,19 @@ std::vector<json> canonical_services() {
                         "auth_config":{"type":"query","param":"api_key","key":"MAPS"}})"),
         json::parse(R"({"host":"10.1.2.3","port":9000,"path_prefix":"/","redact_response":false,
                         "auth_config":{"type":"api-key","header":"Api-Key","key":"K"}})"),
+        json::parse(R"({"host":"*.amazonaws.com","port":443,"path_prefix":"/","redact_response":false,
+                        "auth_config":{"type":"aws-sigv4","access_key_id":"AK","secret_access_key":"SK",
+                                       "session_token":"ST","region":"us-east-1","service":"bedrock"}})"),
+        json::parse(R"({"host":"api.example.com","port":443,"path_prefix":"/","redact_response":true,
+                        "auth_config":{"type":"oauth2-client-credentials","token_url":"https://auth.example.com/t",
+                                       "client_id":"CID","client_secret":"CS","scope":"read write",
+                                       "audience":"api","client_auth":"post"}})"),
+        json::parse(R"({"host":"github.com","port":443,"path_prefix":"/","redact_response":false,
+                        "auth_config":{"type":"github-app","app_id":"123456","installation_id":"7890",
+                                       "private_key":"GH_KEY","api_url":"https://api.github.com","scheme":"basic"}})"),
+        json::parse(R"({"host":"storage.googleapis.com","port":443,"path_prefix":"/","redact_response":false,
+                        "auth_config":{"type":"jwt-bearer","key":"SA",
+                                       "scopes":["https://www.googleapis.com/auth/cloud-platform"]}})"),
     };
 }
 
