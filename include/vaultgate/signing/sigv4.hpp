@@ -56,6 +56,9 @@ std::string payload_sha256_hex(std::string_view body);
 
 inline constexpr std::string_view unsigned_payload = "UNSIGNED-PAYLOAD";
 
+// 64 hex digits or UNSIGNED-PAYLOAD: what sign_request takes as the payload hash.
+bool is_payload_hash(std::string_view value);
+
 struct Keys {
     std::string_view access_key_id;
     const Secret& secret_access_key;
@@ -89,6 +92,10 @@ void sign_request(RequestHead& head, const Scope& scope, const Keys& keys, std::
 std::string canonical_request(std::string_view method, std::string_view target,
                               const std::vector<std::pair<std::string, std::string>>& signed_headers /*name,value*/,
                               std::string_view payload_hash, bool s3);
+
+// The second and third lines of the canonical request, on their own.
+std::string canonical_uri(std::string_view path, bool s3);
+std::string canonical_query(std::string_view query);
 
 // The SignedHeaders list of the same headers: "host;x-amz-date".
 std::string signed_header_list(const std::vector<std::pair<std::string, std::string>>& signed_headers);
