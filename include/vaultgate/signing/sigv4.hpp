@@ -79,6 +79,11 @@ struct Keys {
 void sign_request(RequestHead& head, const Scope& scope, const Keys& keys, std::string_view payload_hash,
                   std::chrono::system_clock::time_point now);
 
+// The headers of `head` that sign_request signs, names lower-cased, in head
+// order: host, content-type and x-amz-*, less any that Connection names
+// (those are dropped on the way out).
+std::vector<std::pair<std::string, std::string>> signed_headers(const RequestHead& head);
+
 // The pieces, for the test vectors and the fuzz target.
 
 // "METHOD\nURI\nQUERY\nHEADERS\n\nSIGNED\nPAYLOAD". `target` is origin-form

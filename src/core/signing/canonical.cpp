@@ -57,12 +57,16 @@ void append_encoded_path(std::string& out, std::string_view path) {
 }
 
 // S3 decodes the key and encodes it once: an escape the client sent is
-// decoded and re-encoded (so "%2f" and "%2F" agree), but a '/' that came
-// from "%2F" is data inside a segment and stays "%2F", never a separator.
+// decoded and re-encoded (so "%2f" and "%2F" agree, and a raw "(" signs as
+// "%28"), but a '/' that came from "%2F" is data inside a segment and stays
+// "%2F", never a separator. A raw '+' in an S3 path is a space to S3 (what
+// s3cmd relies on); SDKs send a plus as "%2B".
 void append_s3_path(std::string& out, std::string_view path) {
     for (std::size_t i = 0; i < path.size(); ++i) {
         if (path[i] == '/') {
             out += '/';
+        } else if (path[i] == '+') {
+            out += "%20";
         } else if (const std::optional<unsigned char> b = percent_escape_at(path, i)) {
             const char byte = static_cast<char>(*b);
             append_percent_encoded(out, std::string_view(&byte, 1));
@@ -124,9 +128,9 @@ std::vector<CanonicalHeader> canonical_headers(const std::vector<std::pair<std::
 
 std::string list_of_names(const std::vector<CanonicalHeader>& headers) {
     std::string out;
-    for (const auto& h : headers) {
-        if (!out.empty()) out += ';';
-        out += h.name;
+    for (std::size_t i = 0; i < headers.size(); ++i) {
+        if (i > 0) out += ';';
+        out += headers[i].name;
     }
     return out;
 }
@@ -167,11 +171,11 @@ std::string canonical_query(std::string_view query) {
     }
     std::sort(params.begin(), params.end());
     std::string out;
-    for (const auto& [name, value] : params) {
-        if (!out.empty()) out += '&';
-        out += name;
+    for (std::size_t i = 0; i < params.size(); ++i) {
+        if (i > 0) out += '&';
+        out += params[i].first;
         out += '=';
-        out += value;
+        out += params[i].second;
     }
     return out;
 }

@@ -136,6 +136,19 @@ std::string authorization_value(std::string_view access_key_id, std::string_view
     return out;
 }
 
+std::vector<std::pair<std::string, std::string>> signed_headers(const RequestHead& head) {
+    // Fields the head names in Connection are dropped on the way out, so they
+    // are never signed.
+    const std::vector<std::string> hop_tokens = connection_tokens(head.headers);
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const Header& h : head.headers) {
+        std::string name = lowered(h.name);
+        if (in_signed_set(name) && !is_hop_by_hop(name) && !listed_in(hop_tokens, name))
+            out.emplace_back(std::move(name), h.value);
+    }
+    return out;
+}
+
 void sign_request(RequestHead& head, const Scope& scope, const Keys& keys, std::string_view payload_hash,
                   std::chrono::system_clock::time_point now) {
     require_scope(scope);
@@ -166,15 +179,7 @@ void sign_request(RequestHead& head, const Scope& scope, const Keys& keys, std::
         head.set("X-Amz-Content-Sha256", std::string(payload_hash));
     if (keys.session_token) head.headers.push_back({"X-Amz-Security-Token", std::string(keys.session_token->reveal())});
 
-    // Fields the head names in Connection are dropped on the way out, so they
-    // are never signed.
-    const std::vector<std::string> hop_tokens = connection_tokens(head.headers);
-    std::vector<std::pair<std::string, std::string>> to_sign;
-    for (const Header& h : head.headers) {
-        std::string name = lowered(h.name);
-        if (in_signed_set(name) && !is_hop_by_hop(name) && !listed_in(hop_tokens, name))
-            to_sign.emplace_back(std::move(name), h.value);
-    }
+    std::vector<std::pair<std::string, std::string>> to_sign = signed_headers(head);
     std::string request =
         canonical_request(head.method, head.target, to_sign, payload_hash, is_s3_service(scope.service));
     const std::string sig = signature(keys.secret_access_key, date, scope, string_to_sign(date, scope, request));
