@@ -30,13 +30,6 @@ bool all_letters(std::string_view s) {
     return true;
 }
 
-bool is_scope_element(std::string_view s) {
-    if (s.empty() || s.size() > 64) return false;
-    for (char c : s)
-        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
-    return true;
-}
-
 // us-east-1, eu-central-2, us-gov-west-1, cn-north-1, us-iso-east-1: two
 // letters, one or more words, a number.
 bool is_region(std::string_view s) {

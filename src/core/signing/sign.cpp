@@ -30,13 +30,6 @@ void hmac_sha256(const unsigned char* key, std::size_t key_len, std::string_view
         throw CryptoError("HMAC-SHA256 failed");
 }
 
-bool is_lower_alnum_or_dash(std::string_view s) {
-    if (s.empty() || s.size() > 64) return false;
-    for (char c : s)
-        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
-    return true;
-}
-
 bool is_amz_date(std::string_view d) {
     if (d.size() != 16 || d[8] != 'T' || d[15] != 'Z') return false;
     for (std::size_t i = 0; i < 15; ++i)
@@ -45,8 +38,8 @@ bool is_amz_date(std::string_view d) {
 }
 
 void require_scope(const Scope& scope) {
-    if (!is_lower_alnum_or_dash(scope.region)) throw std::invalid_argument("the SigV4 region is not a region name");
-    if (!is_lower_alnum_or_dash(scope.service)) throw std::invalid_argument("the SigV4 service is not a service name");
+    if (!is_scope_element(scope.region)) throw std::invalid_argument("the SigV4 region is not a region name");
+    if (!is_scope_element(scope.service)) throw std::invalid_argument("the SigV4 service is not a service name");
 }
 
 // Access key ids are upper-case letters and digits; anything that could end
@@ -83,26 +76,12 @@ std::string amz_date(std::chrono::system_clock::time_point now) {
 }
 
 std::string credential_scope(std::string_view amz_date, const Scope& scope) {
-    std::string out;
-    out.append(amz_date.substr(0, 8));
-    out += '/';
-    out += scope.region;
-    out += '/';
-    out += scope.service;
-    out += "/aws4_request";
-    return out;
+    return std::string(amz_date.substr(0, 8)) + '/' + scope.region + '/' + scope.service + "/aws4_request";
 }
 
 std::string string_to_sign(std::string_view amz_date, const Scope& scope, std::string_view canonical_request) {
-    std::string out;
-    out.append(algorithm);
-    out += '\n';
-    out.append(amz_date);
-    out += '\n';
-    out += credential_scope(amz_date, scope);
-    out += '\n';
-    out += token_digest(canonical_request);
-    return out;
+    return std::string(algorithm) + '\n' + std::string(amz_date) + '\n' + credential_scope(amz_date, scope) + '\n' +
+           token_digest(canonical_request);
 }
 
 std::string signature(const Secret& secret_access_key, std::string_view amz_date, const Scope& scope,
@@ -123,17 +102,9 @@ std::string signature(const Secret& secret_access_key, std::string_view amz_date
 
 std::string authorization_value(std::string_view access_key_id, std::string_view amz_date, const Scope& scope,
                                 std::string_view signed_header_list, std::string_view signature) {
-    std::string out;
-    out.append(algorithm);
-    out += " Credential=";
-    out.append(access_key_id);
-    out += '/';
-    out += credential_scope(amz_date, scope);
-    out += ", SignedHeaders=";
-    out.append(signed_header_list);
-    out += ", Signature=";
-    out.append(signature);
-    return out;
+    return std::string(algorithm) + " Credential=" + std::string(access_key_id) + '/' +
+           credential_scope(amz_date, scope) + ", SignedHeaders=" + std::string(signed_header_list) +
+           ", Signature=" + std::string(signature);
 }
 
 std::vector<std::pair<std::string, std::string>> signed_headers(const RequestHead& head) {
