@@ -54,59 +54,63 @@ std::string creq(std::string_view method, std::string_view uri, std::string_view
            "\n" + std::string(signed_list) + "\n" + std::string(payload);
 }
 
+// A vector with no headers besides Host and X-Amz-Date and an empty body.
+Vector plain(std::string name, std::string method, std::string target, std::string uri, std::string query,
+             std::string_view sts_hash, std::string signature) {
+    std::string canonical = creq(method, uri, query);
+    return {std::move(name), std::move(method), std::move(target),   {}, "", false, std::move(canonical),
+            sts(sts_hash),   "host;x-amz-date", std::move(signature)};
+}
+
+// A vector with My-Header1 values; `joined` is the suite's canonical value.
+Vector my_header1(std::string name, std::string method, std::vector<std::string> values, std::string_view joined,
+                  std::string_view sts_hash, std::string signature) {
+    HeaderList headers;
+    for (auto& value : values) headers.emplace_back("My-Header1", std::move(value));
+    std::string canonical =
+        creq(method, "/", "",
+             "host:example.amazonaws.com\nmy-header1:" + std::string(joined) + "\nx-amz-date:20150830T123600Z\n",
+             "host;my-header1;x-amz-date");
+    return {std::move(name), std::move(method),    "/",           std::move(headers),           "",
+            false,           std::move(canonical), sts(sts_hash), "host;my-header1;x-amz-date", std::move(signature)};
+}
+
+// A form POST with the given Content-Type.
+Vector form_post(std::string name, std::string content_type, std::string_view sts_hash, std::string signature) {
+    const std::string form_hash = "9095672bbd1f56dfc5b65f3e153adc8731a4a654192329106275f4c7b24d0b6e";
+    std::string canonical = creq("POST", "/", "", "content-type:" + content_type + "\n" + plain_headers,
+                                 "content-type;host;x-amz-date", form_hash);
+    return {std::move(name),
+            "POST",
+            "/",
+            {{"Content-Type", std::move(content_type)}},
+            "Param1=value1",
+            false,
+            std::move(canonical),
+            sts(sts_hash),
+            "content-type;host;x-amz-date",
+            std::move(signature)};
+}
+
 const std::vector<Vector>& vectors() {
     static const std::vector<Vector> all = [] {
-        const std::string form_hash = "9095672bbd1f56dfc5b65f3e153adc8731a4a654192329106275f4c7b24d0b6e";
         const std::string unreserved = "-._~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+        const std::string vanilla_sts = "bb579772317eb040ac9ed261061d46c1f17a8133879d6129b6e1c25292927e63";
+        const std::string vanilla_signature = "5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31";
         std::vector<Vector> v;
-        v.push_back({"get-vanilla",
-                     "GET",
-                     "/",
-                     {},
-                     "",
-                     false,
-                     creq("GET", "/", ""),
-                     sts("bb579772317eb040ac9ed261061d46c1f17a8133879d6129b6e1c25292927e63"),
-                     "host;x-amz-date",
-                     "5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31"});
-        v.push_back({"get-header-key-duplicate",
-                     "GET",
-                     "/",
-                     {{"My-Header1", "value2"}, {"My-Header1", "value2"}, {"My-Header1", "value1"}},
-                     "",
-                     false,
-                     creq("GET", "/", "",
-                          "host:example.amazonaws.com\nmy-header1:value2,value2,value1\nx-amz-date:20150830T123600Z\n",
-                          "host;my-header1;x-amz-date"),
-                     sts("dc7f04a3abfde8d472b0ab1a418b741b7c67174dad1551b4117b15527fbe966c"),
-                     "host;my-header1;x-amz-date",
-                     "c9d5ea9f3f72853aea855b47ea873832890dbdd183b4468f858259531a5138ea"});
-        v.push_back({"get-header-value-multiline (folded lines as repeats)",
-                     "GET",
-                     "/",
-                     {{"My-Header1", "value1"}, {"My-Header1", "value2"}, {"My-Header1", "value3"}},
-                     "",
-                     false,
-                     creq("GET", "/", "",
-                          "host:example.amazonaws.com\nmy-header1:value1,value2,value3\nx-amz-date:20150830T123600Z\n",
-                          "host;my-header1;x-amz-date"),
-                     sts("b7b6cbfd8a0430b78891e986784da2630c8a135a8595cec25b26ea94f926ee55"),
-                     "host;my-header1;x-amz-date",
-                     "ba17b383a53190154eb5fa66a1b836cc297cc0a3d70a5d00705980573d8ff790"});
-        v.push_back(
-            {"get-header-value-order",
-             "GET",
-             "/",
-             {{"My-Header1", "value4"}, {"My-Header1", "value1"}, {"My-Header1", "value3"}, {"My-Header1", "value2"}},
-             "",
-             false,
-             creq("GET", "/", "",
-                  "host:example.amazonaws.com\nmy-header1:value4,value1,value3,value2\n"
-                  "x-amz-date:20150830T123600Z\n",
-                  "host;my-header1;x-amz-date"),
-             sts("31ce73cd3f3d9f66977ad3dd957dc47af14df92fcd8509f59b349e9137c58b86"),
-             "host;my-header1;x-amz-date",
-             "08c7e5a9acfcfeb3ab6b2185e75ce8b1deb5e634ec47601a50643f830c755c01"});
+        v.push_back(plain("get-vanilla", "GET", "/", "/", "", vanilla_sts, vanilla_signature));
+        v.push_back(my_header1("get-header-key-duplicate", "GET", {"value2", "value2", "value1"},
+                               "value2,value2,value1",
+                               "dc7f04a3abfde8d472b0ab1a418b741b7c67174dad1551b4117b15527fbe966c",
+                               "c9d5ea9f3f72853aea855b47ea873832890dbdd183b4468f858259531a5138ea"));
+        v.push_back(my_header1("get-header-value-multiline (folded lines as repeats)", "GET",
+                               {"value1", "value2", "value3"}, "value1,value2,value3",
+                               "b7b6cbfd8a0430b78891e986784da2630c8a135a8595cec25b26ea94f926ee55",
+                               "ba17b383a53190154eb5fa66a1b836cc297cc0a3d70a5d00705980573d8ff790"));
+        v.push_back(my_header1("get-header-value-order", "GET", {"value4", "value1", "value3", "value2"},
+                               "value4,value1,value3,value2",
+                               "31ce73cd3f3d9f66977ad3dd957dc47af14df92fcd8509f59b349e9137c58b86",
+                               "08c7e5a9acfcfeb3ab6b2185e75ce8b1deb5e634ec47601a50643f830c755c01"));
         v.push_back({"get-header-value-trim",
                      "GET",
                      "/",
@@ -120,161 +124,56 @@ const std::vector<Vector>& vectors() {
                      sts("a726db9b0df21c14f559d0a978e563112acb1b9e05476f0a6a1c7d68f28605c7"),
                      "host;my-header1;my-header2;x-amz-date",
                      "acc3ed3afb60bb290fc8d2dd0098b9911fcaa05412b367055dee359757a9c736"});
-        v.push_back({"get-unreserved",
-                     "GET",
-                     "/" + unreserved,
-                     {},
-                     "",
-                     false,
-                     creq("GET", "/" + unreserved, ""),
-                     sts("6a968768eefaa713e2a6b16b589a8ea192661f098f37349f4e2c0082757446f9"),
-                     "host;x-amz-date",
-                     "07ef7494c76fa4850883e2b006601f940f8a34d404d0cfa977f52a65bbf5f24f"});
-        v.push_back({"get-utf8",
-                     "GET",
-                     "/\xE1\x88\xB4",
-                     {},
-                     "",
-                     false,
-                     creq("GET", "/%E1%88%B4", ""),
-                     sts("2a0a97d02205e45ce2e994789806b19270cfbbb0921b278ccf58f5249ac42102"),
-                     "host;x-amz-date",
-                     "8318018e0b0f223aa2bbf98705b62bb787dc9c0e678f255a891fd03141be5d85"});
-        v.push_back({"get-vanilla-empty-query-key",
-                     "GET",
-                     "/?Param1=value1",
-                     {},
-                     "",
-                     false,
-                     creq("GET", "/", "Param1=value1"),
-                     sts("1e24db194ed7d0eec2de28d7369675a243488e08526e8c1c73571282f7c517ab"),
-                     "host;x-amz-date",
-                     "a67d582fa61cc504c4bae71f336f98b97f1ea3c7a6bfe1b6e45aec72011b9aeb"});
-        v.push_back({"get-vanilla-query-order-key",
-                     "GET",
-                     "/?Param1=value2&Param1=Value1",
-                     {},
-                     "",
-                     false,
-                     creq("GET", "/", "Param1=Value1&Param1=value2"),
-                     sts("704b4cef673542d84cdff252633f065e8daeba5f168b77116f8b1bcaf3d38f89"),
-                     "host;x-amz-date",
-                     "eedbc4e291e521cf13422ffca22be7d2eb8146eecf653089df300a15b2382bd1"});
-        v.push_back({"get-vanilla-query-order-key-case",
-                     "GET",
-                     "/?Param2=value2&Param1=value1",
-                     {},
-                     "",
-                     false,
-                     creq("GET", "/", "Param1=value1&Param2=value2"),
-                     sts("816cd5b414d056048ba4f7c5386d6e0533120fb1fcfa93762cf0fc39e2cf19e0"),
-                     "host;x-amz-date",
-                     "b97d918cfa904a5beff61c982a1b6f458b799221646efd99d3219ec94cdf2500"});
-        v.push_back({"get-vanilla-query-order-value",
-                     "GET",
-                     "/?Param1=value2&Param1=value1",
-                     {},
-                     "",
-                     false,
-                     creq("GET", "/", "Param1=value1&Param1=value2"),
-                     sts("c968629d70850097a2d8781c9bf7edcb988b04cac14cca9be4acc3595f884606"),
-                     "host;x-amz-date",
-                     "5772eed61e12b33fae39ee5e7012498b51d56abc0abb7c60486157bd471c4694"});
-        v.push_back({"get-vanilla-query-unreserved",
-                     "GET",
-                     "/?" + unreserved + "=" + unreserved,
-                     {},
-                     "",
-                     false,
-                     creq("GET", "/", unreserved + "=" + unreserved),
-                     sts("c30d4703d9f799439be92736156d47ccfb2d879ddf56f5befa6d1d6aab979177"),
-                     "host;x-amz-date",
-                     "9c3e54bfcdf0b19771a7f523ee5669cdf59bc7cc0884027167c21bb143a40197"});
-        v.push_back({"get-vanilla-utf8-query",
-                     "GET",
-                     "/?\xE1\x88\xB4=bar",
-                     {},
-                     "",
-                     false,
-                     creq("GET", "/", "%E1%88%B4=bar"),
-                     sts("eb30c5bed55734080471a834cc727ae56beb50e5f39d1bff6d0d38cb192a7073"),
-                     "host;x-amz-date",
-                     "2cdec8eed098649ff3a119c94853b13c643bcf08f8b0a1d91e12c9027818dd04"});
+        v.push_back(plain("get-unreserved", "GET", "/" + unreserved, "/" + unreserved, "",
+                          "6a968768eefaa713e2a6b16b589a8ea192661f098f37349f4e2c0082757446f9",
+                          "07ef7494c76fa4850883e2b006601f940f8a34d404d0cfa977f52a65bbf5f24f"));
+        v.push_back(plain("get-utf8", "GET", "/\xE1\x88\xB4", "/%E1%88%B4", "",
+                          "2a0a97d02205e45ce2e994789806b19270cfbbb0921b278ccf58f5249ac42102",
+                          "8318018e0b0f223aa2bbf98705b62bb787dc9c0e678f255a891fd03141be5d85"));
+        v.push_back(plain("get-vanilla-empty-query-key", "GET", "/?Param1=value1", "/", "Param1=value1",
+                          "1e24db194ed7d0eec2de28d7369675a243488e08526e8c1c73571282f7c517ab",
+                          "a67d582fa61cc504c4bae71f336f98b97f1ea3c7a6bfe1b6e45aec72011b9aeb"));
+        v.push_back(plain("get-vanilla-query-order-key", "GET", "/?Param1=value2&Param1=Value1", "/",
+                          "Param1=Value1&Param1=value2",
+                          "704b4cef673542d84cdff252633f065e8daeba5f168b77116f8b1bcaf3d38f89",
+                          "eedbc4e291e521cf13422ffca22be7d2eb8146eecf653089df300a15b2382bd1"));
+        v.push_back(plain("get-vanilla-query-order-key-case", "GET", "/?Param2=value2&Param1=value1", "/",
+                          "Param1=value1&Param2=value2",
+                          "816cd5b414d056048ba4f7c5386d6e0533120fb1fcfa93762cf0fc39e2cf19e0",
+                          "b97d918cfa904a5beff61c982a1b6f458b799221646efd99d3219ec94cdf2500"));
+        v.push_back(plain("get-vanilla-query-order-value", "GET", "/?Param1=value2&Param1=value1", "/",
+                          "Param1=value1&Param1=value2",
+                          "c968629d70850097a2d8781c9bf7edcb988b04cac14cca9be4acc3595f884606",
+                          "5772eed61e12b33fae39ee5e7012498b51d56abc0abb7c60486157bd471c4694"));
+        v.push_back(plain("get-vanilla-query-unreserved", "GET", "/?" + unreserved + "=" + unreserved, "/",
+                          unreserved + "=" + unreserved,
+                          "c30d4703d9f799439be92736156d47ccfb2d879ddf56f5befa6d1d6aab979177",
+                          "9c3e54bfcdf0b19771a7f523ee5669cdf59bc7cc0884027167c21bb143a40197"));
+        v.push_back(plain("get-vanilla-utf8-query", "GET", "/?\xE1\x88\xB4=bar", "/", "%E1%88%B4=bar",
+                          "eb30c5bed55734080471a834cc727ae56beb50e5f39d1bff6d0d38cb192a7073",
+                          "2cdec8eed098649ff3a119c94853b13c643bcf08f8b0a1d91e12c9027818dd04"));
+        // normalize-path: get-relative, get-relative-relative, get-slash, get-slash-dot-slash.
         for (const char* path : {"/example/..", "/example1/example2/../..", "//", "/./"})
-            v.push_back({std::string("normalize-path ") + path,
-                         "GET",
-                         path,
-                         {},
-                         "",
-                         false,
-                         creq("GET", "/", ""),
-                         sts("bb579772317eb040ac9ed261061d46c1f17a8133879d6129b6e1c25292927e63"),
-                         "host;x-amz-date",
-                         "5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31"});
-        v.push_back({"normalize-path/get-slash-pointless-dot",
-                     "GET",
-                     "/./example",
-                     {},
-                     "",
-                     false,
-                     creq("GET", "/example", ""),
-                     sts("214d50c111a8edc4819da6a636336472c916b5240f51e9a51b5c3305180cf702"),
-                     "host;x-amz-date",
-                     "ef75d96142cf21edca26f06005da7988e4f8dc83a165a80865db7089db637ec5"});
-        v.push_back({"normalize-path/get-slashes",
-                     "GET",
-                     "//example//",
-                     {},
-                     "",
-                     false,
-                     creq("GET", "/example/", ""),
-                     sts("cb96b4ac96d501f7c5c15bc6d67b3035061cfced4af6585ad927f7e6c985c015"),
-                     "host;x-amz-date",
-                     "9a624bd73a37c9a373b5312afbebe7a714a789de108f0bdfe846570885f57e84"});
-        v.push_back({"normalize-path/get-space",
-                     "GET",
-                     "/example space/",
-                     {},
-                     "",
-                     false,
-                     creq("GET", "/example%20space/", ""),
-                     sts("63ee75631ed7234ae61b5f736dfc7754cdccfedbff4b5128a915706ee9390d86"),
-                     "host;x-amz-date",
-                     "652487583200325589f1fba4c7e578f72c47cb61beeca81406b39ddec1366741"});
-        v.push_back({"post-vanilla",
-                     "POST",
-                     "/",
-                     {},
-                     "",
-                     false,
-                     creq("POST", "/", ""),
-                     sts("553f88c9e4d10fc9e109e2aeb65f030801b70c2f6468faca261d401ae622fc87"),
-                     "host;x-amz-date",
-                     "5da7c1a2acd57cee7505fc6676e4e544621c30862966e37dddb68e92efbe5d6b"});
-        v.push_back(
-            {"post-header-key-sort",
-             "POST",
-             "/",
-             {{"My-Header1", "value1"}},
-             "",
-             false,
-             creq("POST", "/", "", "host:example.amazonaws.com\nmy-header1:value1\nx-amz-date:20150830T123600Z\n",
-                  "host;my-header1;x-amz-date"),
-             sts("9368318c2967cf6de74404b30c65a91e8f6253e0a8659d6d5319f1a812f87d65"),
-             "host;my-header1;x-amz-date",
-             "c5410059b04c1ee005303aed430f6e6645f61f4dc9e1461ec8f8916fdf18852c"});
-        v.push_back(
-            {"post-header-value-case",
-             "POST",
-             "/",
-             {{"My-Header1", "VALUE1"}},
-             "",
-             false,
-             creq("POST", "/", "", "host:example.amazonaws.com\nmy-header1:VALUE1\nx-amz-date:20150830T123600Z\n",
-                  "host;my-header1;x-amz-date"),
-             sts("d51ced243e649e3de6ef63afbbdcbca03131a21a7103a1583706a64618606a93"),
-             "host;my-header1;x-amz-date",
-             "cdbc9802e29d2942e5e10b5bccfdd67c5f22c7c4e8ae67b53629efa58b974b7d"});
+            v.push_back(
+                plain(std::string("normalize-path ") + path, "GET", path, "/", "", vanilla_sts, vanilla_signature));
+        v.push_back(plain("normalize-path/get-slash-pointless-dot", "GET", "/./example", "/example", "",
+                          "214d50c111a8edc4819da6a636336472c916b5240f51e9a51b5c3305180cf702",
+                          "ef75d96142cf21edca26f06005da7988e4f8dc83a165a80865db7089db637ec5"));
+        v.push_back(plain("normalize-path/get-slashes", "GET", "//example//", "/example/", "",
+                          "cb96b4ac96d501f7c5c15bc6d67b3035061cfced4af6585ad927f7e6c985c015",
+                          "9a624bd73a37c9a373b5312afbebe7a714a789de108f0bdfe846570885f57e84"));
+        v.push_back(plain("normalize-path/get-space", "GET", "/example space/", "/example%20space/", "",
+                          "63ee75631ed7234ae61b5f736dfc7754cdccfedbff4b5128a915706ee9390d86",
+                          "652487583200325589f1fba4c7e578f72c47cb61beeca81406b39ddec1366741"));
+        v.push_back(plain("post-vanilla", "POST", "/", "/", "",
+                          "553f88c9e4d10fc9e109e2aeb65f030801b70c2f6468faca261d401ae622fc87",
+                          "5da7c1a2acd57cee7505fc6676e4e544621c30862966e37dddb68e92efbe5d6b"));
+        v.push_back(my_header1("post-header-key-sort", "POST", {"value1"}, "value1",
+                               "9368318c2967cf6de74404b30c65a91e8f6253e0a8659d6d5319f1a812f87d65",
+                               "c5410059b04c1ee005303aed430f6e6645f61f4dc9e1461ec8f8916fdf18852c"));
+        v.push_back(my_header1("post-header-value-case", "POST", {"VALUE1"}, "VALUE1",
+                               "d51ced243e649e3de6ef63afbbdcbca03131a21a7103a1583706a64618606a93",
+                               "cdbc9802e29d2942e5e10b5bccfdd67c5f22c7c4e8ae67b53629efa58b974b7d"));
         v.push_back({"post-sts-token/post-sts-header-before",
                      "POST",
                      "/",
@@ -288,39 +187,16 @@ const std::vector<Vector>& vectors() {
                      sts("c237e1b440d4c63c32ca95b5b99481081cb7b13c7e40434868e71567c1a882f6"),
                      "host;x-amz-date;x-amz-security-token",
                      "85d96828115b5dc0cfc3bd16ad9e210dd772bbebba041836c64533a82be05ead"});
-        v.push_back({"post-vanilla-query",
-                     "POST",
-                     "/?Param1=value1",
-                     {},
-                     "",
-                     false,
-                     creq("POST", "/", "Param1=value1"),
-                     sts("9d659678c1756bb3113e2ce898845a0a79dbbc57b740555917687f1b3340fbbd"),
-                     "host;x-amz-date",
-                     "28038455d6de14eafc1f9222cf5aa6f1a96197d7deb8263271d420d138af7f11"});
-        v.push_back({"post-x-www-form-urlencoded",
-                     "POST",
-                     "/",
-                     {{"Content-Type", "application/x-www-form-urlencoded"}},
-                     "Param1=value1",
-                     false,
-                     creq("POST", "/", "", "content-type:application/x-www-form-urlencoded\n" + plain_headers,
-                          "content-type;host;x-amz-date", form_hash),
-                     sts("42a5e5bb34198acb3e84da4f085bb7927f2bc277ca766e6d19c73c2154021281"),
-                     "content-type;host;x-amz-date",
-                     "ff11897932ad3f4e8b18135d722051e5ac45fc38421b1da7b9d196a0fe09473a"});
-        v.push_back(
-            {"post-x-www-form-urlencoded-parameters",
-             "POST",
-             "/",
-             {{"Content-Type", "application/x-www-form-urlencoded; charset=utf8"}},
-             "Param1=value1",
-             false,
-             creq("POST", "/", "", "content-type:application/x-www-form-urlencoded; charset=utf8\n" + plain_headers,
-                  "content-type;host;x-amz-date", form_hash),
-             sts("2e1cf7ed91881a30569e46552437e4156c823447bf1781b921b5d486c568dd1c"),
-             "content-type;host;x-amz-date",
-             "1a72ec8f64bd914b0e42e42607c7fbce7fb2c7465f63e3092b3b0d39fa77a6fe"});
+        v.push_back(plain("post-vanilla-query", "POST", "/?Param1=value1", "/", "Param1=value1",
+                          "9d659678c1756bb3113e2ce898845a0a79dbbc57b740555917687f1b3340fbbd",
+                          "28038455d6de14eafc1f9222cf5aa6f1a96197d7deb8263271d420d138af7f11"));
+        v.push_back(form_post("post-x-www-form-urlencoded", "application/x-www-form-urlencoded",
+                              "42a5e5bb34198acb3e84da4f085bb7927f2bc277ca766e6d19c73c2154021281",
+                              "ff11897932ad3f4e8b18135d722051e5ac45fc38421b1da7b9d196a0fe09473a"));
+        v.push_back(form_post("post-x-www-form-urlencoded-parameters",
+                              "application/x-www-form-urlencoded; charset=utf8",
+                              "2e1cf7ed91881a30569e46552437e4156c823447bf1781b921b5d486c568dd1c",
+                              "1a72ec8f64bd914b0e42e42607c7fbce7fb2c7465f63e3092b3b0d39fa77a6fe"));
         return v;
     }();
     return all;
