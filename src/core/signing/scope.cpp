@@ -123,6 +123,8 @@ Scope derived_scope(std::string_view host) {
         colon != std::string::npos && name.find(']') == std::string::npos && all_digits(name.substr(colon + 1)))
         name.resize(colon);
     if (!name.empty() && name.back() == '.') name.pop_back();
+    for (char c : name)
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.')) return {};
 
     Labels rest = split_labels(name);
     bool china = false;
@@ -171,6 +173,8 @@ std::optional<Scope> derive_scope(std::string_view host, std::string_view region
     if (!service_override.empty() && !is_scope_element(service_override))
         return fail("the service is not a valid AWS service name (lower-case letters, digits and '-')");
     Scope scope = region_override.empty() || service_override.empty() ? derived_scope(host) : Scope{};
+    if (!is_scope_element(scope.region)) scope.region.clear();
+    if (!is_scope_element(scope.service)) scope.service.clear();
     if (!region_override.empty()) scope.region = region_override;
     if (!service_override.empty()) scope.service = service_override;
     if (scope.region.empty() && scope.service.empty())

@@ -115,6 +115,9 @@ TEST(DeriveScope, UnderivableHostsSayWhatToSet) {
         {"sts.amazonaws.com", "US-EAST-1", "", "not a valid AWS region"},
         {"sts.amazonaws.com", "", "s3/x", "not a valid AWS service"},
         {"sts.amazonaws.com", "us-east-1\r\nX: y", "", "not a valid AWS region"},
+        // Bytes no host name holds never reach the scope.
+        {"bedrock\x01.us-west-2.amazonaws.com", "", "", "set region and service"},
+        {"x.bed_rock.us-west-2.amazonaws.com", "", "", "set region and service"},
     };
     for (const Case& c : cases) {
         SCOPED_TRACE(c.host);
