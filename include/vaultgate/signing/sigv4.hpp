@@ -41,8 +41,9 @@ std::optional<Scope> derive_scope(std::string_view host, std::string_view region
 // What a request needs before it can be signed (headers from the parsed head).
 struct Inspection {
     // Non-empty: refuse with 400 sigv4_unsupported, this is the message
-    // (STREAMING-* payload hash, Content-Encoding aws-chunked, X-Amz-Signature
-    // in the query = presigned URL). Fixed prose, never request bytes.
+    // (STREAMING-* payload hash, Content-Encoding aws-chunked, X-Amz-Signature,
+    // X-Amz-Credential or X-Amz-Algorithm in the query = presigned URL, two
+    // X-Amz-Content-Sha256 headers). Fixed prose, never request bytes.
     std::string unsupported;
     // The client's x-amz-content-sha256 when it is 64 hex digits or UNSIGNED-PAYLOAD.
     std::string payload_hash;
@@ -90,8 +91,10 @@ std::vector<std::pair<std::string, std::string>> signed_headers(const RequestHea
 // (path and query as sent). Non-S3 paths are normalised (dot segments and
 // empty segments removed) and percent-encoded once more, so an escape the
 // client sent is encoded twice; S3 paths are not normalised and each byte is
-// encoded once, "%2F" staying "%2F". Query parameters are decoded, encoded
-// with the unreserved set (space as %20) and sorted by name, then value.
+// encoded once, "%2F" staying "%2F" (escapes decoded and re-encoded, a raw '+'
+// read as a space, as S3 does). Query parameters are decoded ('+' stays a
+// plus), encoded with the unreserved set (space as %20) and sorted by name,
+// then value.
 // Header names are lower-cased and sorted; values trimmed, runs of spaces
 // collapsed, and repeated headers joined with ','.
 std::string canonical_request(std::string_view method, std::string_view target,
