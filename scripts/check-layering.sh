@@ -5,7 +5,8 @@
 #        -> {vault, admin} -> net/io -> net/upstream -> net/proxy -> net/admin -> app -> cli
 # mem uses util only and is used from net/io up. Layers in braces are
 # siblings: neither includes the other. signing (AWS SigV4) uses http and
-# crypto and is used from state up.
+# crypto, minting (the pure steps of minted tokens) uses crypto; both are
+# used from state up.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,7 +17,8 @@ declare -A uses=(
   [signing]="http crypto"
   [credentials]="http egress crypto observe"
   [config]="credentials"
-  [state]="config signing"
+  [minting]="crypto"
+  [state]="config signing minting"
   [vault]="state" [admin]="state"
   [net/io]="vault admin mem"
   [net/upstream]="net/io"
