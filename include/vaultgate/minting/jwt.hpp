@@ -16,4 +16,8 @@ namespace vaultgate::minting {
 // one (or is under 2048 bits); the message holds no key material.
 Secret sign_rs256_jwt(const nlohmann::json& claims, const Secret& pem_private_key, std::string_view key_id = {});
 
+// Throws the MintError sign_rs256_jwt would for this key, for checking a
+// configured key before its first use.
+void check_rs256_key(const Secret& pem_private_key);
+
 }  // namespace vaultgate::minting

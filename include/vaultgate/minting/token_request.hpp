@@ -33,16 +33,19 @@ TokenRequest client_credentials_request(std::string_view token_url, const Secret
                                         const Secret& client_secret, std::string_view scope, std::string_view audience,
                                         ClientAuth how);
 
-// A JWT (iss = app_id, iat = now - 60 s, exp = now + 540 s) as the Bearer of
+// A JWT (iss = app_id, iat = now - 60 s, exp = now + 540 s: GitHub allows ten
+// minutes and a clock a minute fast) as the Bearer of
 // POST {api_url}/app/installations/{installation_id}/access_tokens, with
 // Accept: application/vnd.github+json and X-GitHub-Api-Version: 2022-11-28.
-// One trailing '/' of api_url is dropped. Throws MintError for a bad key.
+// One trailing '/' of api_url is dropped. Throws MintError for a bad key, an
+// empty app_id, or an installation_id that is not digits (it becomes a path).
 TokenRequest github_installation_request(std::string_view api_url, std::string_view app_id,
                                          std::string_view installation_id, const Secret& pem_private_key,
                                          std::chrono::system_clock::time_point now);
 
-// RFC 7523: a JWT (iss = client_email, scope = the scopes joined by spaces, aud =
-// the token URL, iat = now, exp = now + 3600 s, kid = key_id when present) in
+// RFC 7523: a JWT (iss = client_email, scope = the scopes joined by spaces when
+// there are any, aud = the token URL, iat = now, exp = now + 3600 s, kid =
+// key_id when present; times in whole seconds) in
 // grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer&assertion=JWT. The
 // token URL is the override when not empty, else the key's token_uri.
 // Throws MintError for a bad key.

@@ -31,10 +31,11 @@ inline constexpr std::chrono::hours longest_token_cache{24};
 
 // OAuth2 (client credentials, jwt-bearer): 200 with a JSON object holding a
 // usable string "access_token"; "token_type", when present, is "bearer" in any
-// case. "expires_in" is a positive integer (a JSON number or a string of digits,
-// as some endpoints send): refresh_at = now + expires_in - min(60 s, 10% of
-// expires_in), with expires_in capped at longest_token_cache. Without
-// expires_in: now + 5 min. Zero, negative, fractional or non-numeric: a failure.
+// case. "expires_in" is a number of seconds (a JSON number, its fraction
+// dropped, or a string of digits, as some endpoints send): refresh_at = now +
+// expires_in - min(60 s, 10% of expires_in), with expires_in capped at
+// longest_token_cache. Missing or null: now + 5 min. Below one second (zero,
+// negative) or anything else: a failure.
 TokenResult parse_oauth_token_response(int status, const Secret& body, std::chrono::system_clock::time_point now);
 
 // GitHub: 201 Created (nothing else) with a usable "token" and "expires_at"
