@@ -54,6 +54,7 @@ RecordingUpstream::RecordingUpstream(const std::string& cert_file, const std::st
 RecordingUpstream::~RecordingUpstream() {
     stopping_ = true;
     release_sse();
+    release_scripted();
     {
         // Wake the blocking accept with a connection of our own.
         boost::system::error_code ec;
@@ -84,6 +85,17 @@ void RecordingUpstream::release_sse() {
     std::lock_guard lock(mutex_);
     sse_released_ = true;
     sse_cv_.notify_all();
+}
+
+void RecordingUpstream::hold_scripted() {
+    std::lock_guard lock(mutex_);
+    scripted_held_ = true;
+}
+
+void RecordingUpstream::release_scripted() {
+    std::lock_guard lock(mutex_);
+    scripted_held_ = false;
+    scripted_cv_.notify_all();
 }
 
 void RecordingUpstream::record_raw(const char* data, std::size_t n) {
@@ -267,7 +279,8 @@ void RecordingUpstream::serve_stream(Stream& stream) {
         } else if (path == "/scripted") {
             std::string scripted;
             {
-                std::lock_guard lock(mutex_);
+                std::unique_lock lock(mutex_);
+                scripted_cv_.wait(lock, [this] { return !scripted_held_; });
                 scripted = scripted_;
             }
             send(scripted);

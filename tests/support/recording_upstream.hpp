@@ -37,7 +37,8 @@ struct ReceivedRequest {
 //   /reflect?split=N  echoes the x-api-key value back raw, base64 and URL-encoded
 //                  in a chunked body cut at byte N, and in Location and Set-Cookie
 //   /gzip          200 with Content-Encoding: gzip
-//   /scripted      the bytes last given to script_response(), as they are
+//   /scripted      the bytes last given to script_response(), as they are; while
+//                  held (hold_scripted), only once released or the server goes
 // Everything received is recorded raw as well. With an empty cert_file it
 // speaks plain HTTP instead of TLS.
 class RecordingUpstream {
@@ -56,6 +57,10 @@ public:
     void release_sse();
     // What /scripted answers, byte for byte (1xx heads, odd framing, ...).
     void script_response(std::string raw);
+    // /scripted reads its request, then waits to answer until release_scripted()
+    // (a slow token endpoint) or the server goes (one that never answers).
+    void hold_scripted();
+    void release_scripted();
     // Handshakes offer TLS 1.2 at most (and, as by default, take the client's
     // first suite they support, as nginx does). Call before the first connection.
     void limit_to_tls12();
@@ -79,6 +84,8 @@ private:
     std::condition_variable sse_cv_;
     bool sse_released_ = false;
     std::string scripted_;
+    bool scripted_held_ = false;
+    std::condition_variable scripted_cv_;
     std::vector<ReceivedRequest> requests_;
     std::string raw_;
     std::atomic<std::size_t> connections_{0};
