@@ -4,7 +4,8 @@
 #   util -> {http, egress, crypto, observe} -> credentials -> config -> state
 #        -> {vault, admin} -> net/io -> net/upstream -> net/proxy -> net/admin -> app -> cli
 # mem uses util only and is used from net/io up. Layers in braces are
-# siblings: neither includes the other.
+# siblings: neither includes the other. minting (the pure steps of minted
+# tokens) uses crypto and is used by state.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,7 +15,8 @@ declare -A uses=(
   [http]="util" [egress]="util" [crypto]="util" [observe]="util"
   [credentials]="http egress crypto observe"
   [config]="credentials"
-  [state]="config"
+  [minting]="crypto"
+  [state]="config minting"
   [vault]="state" [admin]="state"
   [net/io]="vault admin mem"
   [net/upstream]="net/io"

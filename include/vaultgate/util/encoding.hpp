@@ -40,6 +40,10 @@ std::size_t percent_encoded_size(std::string_view in);
 // Every byte outside "unreserved" as %XX, with upper- or lower-case hex digits.
 void append_percent_encoded(std::string& out, std::string_view in, bool upper_hex = true);
 std::string percent_encode(std::string_view in, bool upper_hex = true);
+// application/x-www-form-urlencoded (RFC 6749 appendix B), as Python's
+// quote_plus: "unreserved" as it is, a space as '+', every other byte as %XX.
+std::size_t form_encoded_size(std::string_view in);
+void append_form_encoded(std::string& out, std::string_view in);
 
 // Every byte as two hex digits, upper- or lower-case (capacity reserved first).
 std::string hex_encode(std::string_view in, bool upper_hex);

@@ -83,19 +83,24 @@ bool is_unreserved(unsigned char c) {
            c == '_' || c == '~';
 }
 
-std::size_t percent_encoded_size(std::string_view in) {
+namespace {
+
+// Percent-encoding and form encoding differ only in the space.
+std::size_t escaped_size(std::string_view in, bool space_as_plus) {
     std::size_t n = 0;
-    for (const char c : in) n += is_unreserved(static_cast<unsigned char>(c)) ? 1 : 3;
+    for (const char c : in) n += is_unreserved(static_cast<unsigned char>(c)) || (space_as_plus && c == ' ') ? 1 : 3;
     return n;
 }
 
-void append_percent_encoded(std::string& out, std::string_view in, bool upper_hex) {
+void append_escaped(std::string& out, std::string_view in, bool upper_hex, bool space_as_plus) {
     const char* digits = upper_hex ? "0123456789ABCDEF" : "0123456789abcdef";
-    out.reserve(out.size() + percent_encoded_size(in));
+    out.reserve(out.size() + escaped_size(in, space_as_plus));
     for (const char ch : in) {
         const auto c = static_cast<unsigned char>(ch);
         if (is_unreserved(c)) {
             out += ch;
+        } else if (space_as_plus && c == ' ') {
+            out += '+';
         } else {
             out += '%';
             out += digits[c >> 4];
@@ -103,6 +108,18 @@ void append_percent_encoded(std::string& out, std::string_view in, bool upper_he
         }
     }
 }
+
+}  // namespace
+
+std::size_t percent_encoded_size(std::string_view in) { return escaped_size(in, false); }
+
+void append_percent_encoded(std::string& out, std::string_view in, bool upper_hex) {
+    append_escaped(out, in, upper_hex, false);
+}
+
+std::size_t form_encoded_size(std::string_view in) { return escaped_size(in, true); }
+
+void append_form_encoded(std::string& out, std::string_view in) { append_escaped(out, in, true, true); }
 
 std::string percent_encode(std::string_view in, bool upper_hex) {
     std::string out;

@@ -53,6 +53,17 @@ TEST(EncodingTest, PercentEncodingLeavesOnlyUnreservedBytes) {
     EXPECT_EQ(percent_encoded_size("a/b"), 5u);
 }
 
+// As Python's urllib.parse.quote_plus: a space is '+', a '+' is escaped.
+TEST(EncodingTest, FormEncodingWritesASpaceAsPlus) {
+    std::string out = "scope=";
+    append_form_encoded(out, "read write:all a+b~c/\xc3\xa9");
+    EXPECT_EQ(out, "scope=read+write%3Aall+a%2Bb~c%2F%C3%A9");
+    EXPECT_EQ(form_encoded_size("a b/"), 6u);
+    out.clear();
+    append_form_encoded(out, "AZaz09-._~");
+    EXPECT_EQ(out, "AZaz09-._~");
+}
+
 TEST(EncodingTest, HexEncodingWritesTwoDigitsPerByteInEitherCase) {
     EXPECT_EQ(hex_encode(std::string_view("sk/\x00\xff", 5), false), "736b2f00ff");
     EXPECT_EQ(hex_encode(std::string_view("sk/\x00\xff", 5), true), "736B2F00FF");
