@@ -2,7 +2,7 @@
 # Fails when a source file includes a header from a layer above its own.
 # The layers, each allowed to use the ones it names and everything below them:
 #   util -> {http, egress, crypto, observe} -> credentials -> config -> state
-#        -> {vault, admin} -> net/io -> net/upstream -> net/proxy -> net/admin -> app -> cli
+#        -> {vault, admin} -> net/io -> net/upstream -> net/mint -> net/proxy -> net/admin -> app -> cli
 # mem uses util only and is used from net/io up. Layers in braces are
 # siblings: neither includes the other. minting (the pure steps of minted
 # tokens) uses crypto and is used by state.
@@ -20,7 +20,8 @@ declare -A uses=(
   [vault]="state" [admin]="state"
   [net/io]="vault admin mem"
   [net/upstream]="net/io"
-  [net/proxy]="net/upstream"
+  [net/mint]="net/upstream"
+  [net/proxy]="net/mint"
   [net/admin]="net/proxy"
   [app]="net/admin"
   [cli]="app"

@@ -5,6 +5,7 @@
 
 #include "net/admin/admin_listener.hpp"
 #include "net/io/listen.hpp"
+#include "net/mint/token_broker.hpp"
 #include "net/proxy/connection.hpp"
 #include "net/upstream/connection_limiter.hpp"
 #include "net/upstream/dialer.hpp"
@@ -51,6 +52,7 @@ public:
 
         resolver_ = std::make_unique<ResolverPool>(8);
         rt.resolver = resolver_.get();
+        rt.token_broker = std::make_shared<TokenBroker>();
         // A test's explicit count first, then the config's, then one per core.
         unsigned threads = options_.threads               ? options_.threads
                            : config.limits.worker_threads ? static_cast<unsigned>(config.limits.worker_threads)
@@ -186,7 +188,11 @@ public:
             });
     }
 
-    void replace_state(std::shared_ptr<const GatewayState> state) override { runtime_->publish(std::move(state)); }
+    void replace_state(std::shared_ptr<const GatewayState> state) override {
+        // A rotated or removed service's minted token goes now, not at its next request.
+        if (state) runtime_->token_broker->forget_replaced(*state);
+        runtime_->publish(std::move(state));
+    }
     std::shared_ptr<const GatewayState> state() const override { return runtime_->snapshot(); }
     AccessLog& access_log() override { return *runtime_->log; }
     Metrics& metrics() override { return runtime_->metrics; }

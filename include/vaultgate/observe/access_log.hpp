@@ -19,6 +19,9 @@ struct AccessLogEntry {
     std::string session;
     std::string vault;    // empty -> omitted
     std::string service;  // empty -> omitted
+    // The auth type applied to the request ("bearer", "aws-sigv4", ...), never
+    // a value; empty -> omitted (nothing was injected).
+    std::string credential;
     std::string ingress;  // mitm | tunnel | http | denied
     std::string method;   // empty for tunnels -> "CONNECT"
     std::string host;

@@ -25,6 +25,14 @@ struct MetricsExtras {
     std::uint64_t block_cache_bytes = 0;  // large blocks the I/O threads keep for new connections
 };
 
+// What a request for a minted token led to (counted per vault and service).
+enum class TokenEvent {
+    fetch,      // a request to the token endpoint
+    failure,    // a fetch that gave no token
+    cache_hit,  // a cached token served
+    wait,       // a request that waited for a fetch another one had started
+};
+
 class Metrics {
 public:
     void connection_opened() {
@@ -41,6 +49,8 @@ public:
     void request(std::string_view ingress, int status);
     void injection(std::string_view vault, std::string_view service);
     void denial(std::string_view reason);
+    void token_event(std::string_view vault, std::string_view service, TokenEvent event);
+    std::uint64_t token_events(std::string_view vault, std::string_view service, TokenEvent event) const;
     void upstream_latency(std::chrono::duration<double> seconds);
 
     // Rendered with the counters other parts own, passed in.
@@ -75,6 +85,8 @@ private:
     std::map<std::pair<std::string, std::string>, std::uint64_t> other_requests_;  // an ingress not listed above
     std::map<std::pair<std::string, std::string>, std::uint64_t, NamePairLess> injections_;  // (vault, service)
     std::map<std::string, std::uint64_t, std::less<>> denials_;
+    // (vault, service) -> a count per TokenEvent
+    std::map<std::pair<std::string, std::string>, std::array<std::uint64_t, 4>, NamePairLess> tokens_;
 
     // Upstream latency histogram (seconds); bucket bounds fixed at compile time.
     static constexpr std::array<double, 12> latency_bounds_{0.005, 0.01, 0.025, 0.05, 0.1,  0.25,

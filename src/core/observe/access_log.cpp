@@ -109,6 +109,7 @@ void append_json_line(std::string& out, const AccessLogEntry& e) {
     text("session", e.session);
     if (!e.vault.empty()) text("vault", e.vault);
     if (!e.service.empty()) text("service", e.service);
+    if (!e.credential.empty()) text("credential", e.credential);
     text("ingress", e.ingress);
     text("method", e.method.empty() ? std::string_view("CONNECT") : std::string_view(e.method));
     text("host", e.host);

@@ -61,6 +61,22 @@ void Metrics::denial(std::string_view reason) {
     ++it->second;
 }
 
+void Metrics::token_event(std::string_view vault, std::string_view service, TokenEvent event) {
+    const std::pair<std::string_view, std::string_view> key(vault, service);
+    std::lock_guard lock(mutex_);
+    auto it = tokens_.find(key);
+    if (it == tokens_.end())
+        it = tokens_.emplace(std::pair(std::string(vault), std::string(service)), std::array<std::uint64_t, 4>{}).first;
+    ++it->second[static_cast<std::size_t>(event)];
+}
+
+std::uint64_t Metrics::token_events(std::string_view vault, std::string_view service, TokenEvent event) const {
+    const std::pair<std::string_view, std::string_view> key(vault, service);
+    std::lock_guard lock(mutex_);
+    const auto it = tokens_.find(key);
+    return it == tokens_.end() ? 0 : it->second[static_cast<std::size_t>(event)];
+}
+
 void Metrics::upstream_latency(std::chrono::duration<double> seconds) {
     double s = seconds.count();
     std::size_t i = 0;
@@ -137,6 +153,21 @@ std::string Metrics::render(const MetricsExtras& extras) const {
         line(out, "# TYPE vaultgate_denials_total counter");
         for (const auto& [k, v] : denials_)
             line(out, "vaultgate_denials_total{reason=\"" + escape_label(k) + "\"} " + std::to_string(v));
+        const std::array<std::pair<const char*, const char*>, 4> token_series{{
+            {"vaultgate_token_fetches_total", "Token endpoint requests for minted credentials, by vault and service."},
+            {"vaultgate_token_fetch_failures_total", "Token fetches that gave no token, by vault and service."},
+            {"vaultgate_token_cache_hits_total", "Requests served a cached minted token, by vault and service."},
+            {"vaultgate_token_fetch_waits_total",
+             "Requests that waited for a token fetch already under way, by vault and service."},
+        }};
+        for (std::size_t event = 0; event < token_series.size(); ++event) {
+            const auto [name, help] = token_series[event];
+            line(out, std::string("# HELP ") + name + " " + help);
+            line(out, std::string("# TYPE ") + name + " counter");
+            for (const auto& [k, counts] : tokens_)
+                line(out, std::string(name) + "{vault=\"" + escape_label(k.first) + "\",service=\"" +
+                              escape_label(k.second) + "\"} " + std::to_string(counts[event]));
+        }
     }
 
     line(out, "# HELP vaultgate_upstream_latency_seconds Time from request sent to response head received.");

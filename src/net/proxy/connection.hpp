@@ -33,6 +33,7 @@ AccessLogEntry access_entry(const ClientContext& ctx, std::string_view ingress, 
 struct RequestLine {
     const RequestHead* request = nullptr;  // method and target; null: a head that could not be read
     const Binding* binding = nullptr;      // names the vault and service
+    std::string_view credential;           // the auth type applied; empty: none
     int status = 0;
     std::string_view reason;
     std::uint64_t bytes_up = 0;

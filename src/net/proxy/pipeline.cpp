@@ -1,19 +1,26 @@
 #include "net/proxy/pipeline.hpp"
 
+#include "net/mint/minted_step.hpp"
 #include "net/proxy/proxy_responses.hpp"
 
 namespace vaultgate::net {
 
-awaitable<CredentialStep> obtain_credential(const RequestPlan& plan) {
+awaitable<CredentialStep> obtain_credential(Runtime& rt, const RequestPlan& plan) {
     CredentialStep step;
     if (!plan.binding) co_return step;
     const AuthSpec& spec = plan.binding->service->config.auth;
-    if (spec.is_signed() || spec.is_minted()) {
+    if (spec.is_minted()) {
+        MintedStep minted = co_await obtain_minted_credential(rt, *plan.binding);
+        step.refusal = std::move(minted.refusal);
+        if (const auto& c = minted.credential) step.credential = Credential{&c->injection, &c->token, c};
+        co_return step;
+    }
+    if (spec.is_signed()) {
         // Never forwarded with the placeholder or without its credential.
         step.refusal = refusal(502, "credential_unavailable", "this service's credential cannot be applied");
         co_return step;
     }
-    step.credential = Credential{&spec, plan.binding->secret};
+    step.credential = Credential{&spec, plan.binding->secret, nullptr};
     co_return step;
 }
 

@@ -21,6 +21,7 @@
 //   void log(const RequestLine&)                          with its ingress, destination and start
 // The forward calls return the exchange's own coroutines (exchange.hpp), so
 // the pipeline adds no coroutine frame to them.
+#include "net/mint/minted_credential.hpp"
 #include "net/proxy/connection.hpp"
 #include "net/proxy/exchange.hpp"
 #include "net/upstream/dialer.hpp"
@@ -34,6 +35,9 @@ namespace vaultgate::net {
 struct Credential {
     const AuthSpec* spec = nullptr;
     const Secret* value = nullptr;  // null: the request goes without a credential
+    // A minted token: owns spec and value for the request's life, and its
+    // redaction tables replace the service's.
+    std::shared_ptr<const MintedCredential> minted;
 };
 
 struct CredentialStep {
@@ -41,8 +45,9 @@ struct CredentialStep {
     Credential credential;
 };
 
-// The credential for the plan's binding: the vault's value, at hand today.
-awaitable<CredentialStep> obtain_credential(const RequestPlan& plan);
+// The credential for the plan's binding: the vault's value, or a minted token
+// (net/mint), which may take a fetch.
+awaitable<CredentialStep> obtain_credential(Runtime& rt, const RequestPlan& plan);
 
 // Overwrites the head's values and target once serialised: they may hold the secret.
 void wipe_head(RequestHead& head);
@@ -166,13 +171,14 @@ awaitable<bool> serve_request(Front& front, Runtime& rt, std::optional<RequestHe
         co_return false;
     }
 
-    Refusal refused;
-    if (plan.binding) {
-        CredentialStep step = co_await obtain_credential(plan);
-        refused = std::move(step.refusal);
-        if (!refused && step.credential.value) {
-            refused = apply_credential(plan.outgoing, *step.credential.spec, *step.credential.value);
-            if (!refused) rt.metrics.injection(plan.binding->vault->name, plan.binding->service->id);
+    // Kept to the request's end: it may own a minted token. Empty without a binding.
+    CredentialStep step = co_await obtain_credential(rt, plan);
+    Refusal refused = std::move(step.refusal);
+    if (!refused && step.credential.value) {
+        refused = apply_credential(plan.outgoing, *step.credential.spec, *step.credential.value);
+        if (!refused) {
+            rt.metrics.injection(plan.binding->vault->name, plan.binding->service->id);
+            line.credential = auth_type_name(plan.binding->service->config.auth.type);
         }
     }
     if (refused) {
@@ -182,7 +188,10 @@ awaitable<bool> serve_request(Front& front, Runtime& rt, std::optional<RequestHe
     }
 
     std::optional<Redactor> redactor;
-    if (plan.redact) redactor.emplace(plan.binding->service->redaction);
+    if (plan.redact) {
+        const auto& minted = step.credential.minted;
+        redactor.emplace(minted && minted->redaction ? minted->redaction : plan.binding->service->redaction);
+    }
     std::string wire = serialize_request_head(plan.outgoing);
     wipe_head(plan.outgoing);
     ExchangeResult result;

@@ -182,6 +182,7 @@ void record_request(const ClientContext& ctx, std::string_view ingress, const Au
         e.vault = line.binding->vault->name;
         e.service = line.binding->service->id;
     }
+    e.credential = std::string(line.credential);
     e.set_path(target.empty() ? std::string_view("/") : target);
     e.status = line.status;
     e.bytes_up = line.bytes_up;

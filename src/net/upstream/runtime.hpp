@@ -25,6 +25,7 @@
 namespace vaultgate::net {
 
 class ResolverPool;  // dialer.hpp
+class TokenBroker;   // net/mint/token_broker.hpp, a layer above: only held here
 
 // Request-head limits from the config: the request line is capped at 16 KiB
 // (414) or header_bytes, whichever is smaller.
@@ -66,6 +67,7 @@ struct Runtime {
     mutable LocalAddresses local_addresses;    // what a wildcard listener answers on
     mutable OutboundSockets outbound_sockets;  // connections vaultgate opened
     ResolverPool* resolver = nullptr;          // owned by the server
+    std::shared_ptr<TokenBroker> token_broker;  // minted credentials; set by the server
     std::atomic<bool> draining{false};
     ConnectionRegistry connections;
     Metrics metrics;
