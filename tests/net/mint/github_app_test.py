@@ -15,7 +15,6 @@ Usage: github_app_test.py --vaultgate PATH [unittest options]
 import json
 import os
 import secrets
-import shutil
 import subprocess
 import tempfile
 import textwrap
@@ -28,9 +27,7 @@ GIT_INSTALLATION, API_INSTALLATION, SOON_INSTALLATION, GHE_INSTALLATION = "7890"
 HOSTS = ["github.test", "api.github.test", "ghe.test"]
 
 
-class GithubAppTest(unittest.TestCase):
-    vaultgate_binary = ""
-
+class GithubAppTest(mf.MintTestCase):
     @classmethod
     def setUpClass(cls):
         cls.workdir = tempfile.mkdtemp(prefix="vg-github-app-")
@@ -88,21 +85,6 @@ class GithubAppTest(unittest.TestCase):
         cls.vg = mf.Vaultgate(cls.vaultgate_binary, cls.workdir, config)
         cls.proxy_url = cls.vg.session(["github"])
         cls.git_outputs = []
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.vg.stop()
-        cls.origin.stop()
-        if os.environ.get("VAULTGATE_KEEP_TEST_DIR"):
-            print(f"kept {cls.workdir}")
-        else:
-            shutil.rmtree(cls.workdir, ignore_errors=True)
-
-    def tearDown(self):
-        failed = any(e for _, e in self._outcome.errors if e) if hasattr(self._outcome, "errors") else False
-        if failed or (hasattr(self._outcome, "result") and not self._outcome.result.wasSuccessful()):
-            tail = "\n".join(self.vg.stderr_text().splitlines()[-30:])
-            print(f"--- vaultgate stderr (last lines) ---\n{tail}")
 
     # ---- helpers ---------------------------------------------------------
     def git(self, *args, proxy_url=None, cafile=None):

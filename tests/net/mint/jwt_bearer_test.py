@@ -15,7 +15,6 @@ Usage: jwt_bearer_test.py --vaultgate PATH [unittest options]
 import json
 import os
 import secrets
-import shutil
 import tempfile
 import textwrap
 import unittest
@@ -37,9 +36,7 @@ def service_account_json(private_key, key_id, token_uri):
     })
 
 
-class JwtBearerTest(unittest.TestCase):
-    vaultgate_binary = ""
-
+class JwtBearerTest(mf.MintTestCase):
     @classmethod
     def setUpClass(cls):
         cls.workdir = tempfile.mkdtemp(prefix="vg-jwt-bearer-")
@@ -79,15 +76,6 @@ class JwtBearerTest(unittest.TestCase):
         cls.vg = mf.Vaultgate(cls.vaultgate_binary, cls.workdir, config)
         cls.proxy_url = cls.vg.session(["google"])
         cls.responses = []
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.vg.stop()
-        cls.origin.stop()
-        if os.environ.get("VAULTGATE_KEEP_TEST_DIR"):
-            print(f"kept {cls.workdir}")
-        else:
-            shutil.rmtree(cls.workdir, ignore_errors=True)
 
     def get(self, path, proxy_url=None):
         status, headers, body = mf.proxied_request(proxy_url or self.proxy_url, "storage.test", self.port, path,

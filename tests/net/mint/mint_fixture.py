@@ -18,6 +18,7 @@ import textwrap
 import threading
 import time
 import datetime
+import unittest
 from urllib.parse import unquote, urlsplit
 
 from cryptography import x509
@@ -320,3 +321,32 @@ def make_bare_repo(root, relpath, marker):
 def leaks(text, values):
     """The labels of VALUES ({label: value}) that occur in TEXT."""
     return sorted(label for label, value in values.items() if value and value in text)
+
+
+class MintTestCase(unittest.TestCase):
+    """A test class whose setUpClass starts `cls.origin` and `cls.vg`: both
+    stopped at the end, the work directory removed (kept with
+    VAULTGATE_KEEP_TEST_DIR), and vaultgate's last log lines shown when a case
+    failed."""
+
+    vaultgate_binary = ""
+    failed = False
+
+    def run(self, result=None):
+        before = len(result.failures) + len(result.errors) if result else 0
+        outcome = super().run(result)
+        if result and len(result.failures) + len(result.errors) > before:
+            type(self).failed = True
+        return outcome
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.failed:
+            tail = "\n".join(cls.vg.stderr_text().splitlines()[-40:])
+            print(f"--- vaultgate stderr (last lines) ---\n{tail}", flush=True)
+        cls.vg.stop()
+        cls.origin.stop()
+        if os.environ.get("VAULTGATE_KEEP_TEST_DIR"):
+            print(f"kept {cls.workdir}")
+        else:
+            shutil.rmtree(cls.workdir, ignore_errors=True)
