@@ -27,8 +27,27 @@ constexpr int min_rsa_bits = 2048;
 // Refuses a passphrase: an encrypted key fails to load instead of prompting.
 int no_passphrase(char*, int, int, void*) { return -1; }
 
-PkeyPtr load_rsa_key(const Secret& pem) {
-    const auto text = pem.reveal();
+// A credential value holds no line break (validation::check_credential_value),
+// so a PEM key is stored on one line with its breaks written "\n", as in a
+// JSON string or an env file; the PEM reader needs the breaks back.
+bool is_one_line_pem(std::string_view text) {
+    return text.find('\n') == std::string_view::npos && text.find("\\n") != std::string_view::npos;
+}
+
+Secret with_line_breaks(std::string_view text) {
+    std::string pem;
+    pem.reserve(text.size());  // the secret is written once, never reallocated
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const bool escape = text[i] == '\\' && i + 1 < text.size() && text[i + 1] == 'n';
+        pem.push_back(escape ? '\n' : text[i]);
+        if (escape) ++i;
+    }
+    return Secret(std::move(pem));
+}
+
+PkeyPtr load_rsa_key(const Secret& stored) {
+    const Secret unescaped = is_one_line_pem(stored.reveal()) ? with_line_breaks(stored.reveal()) : Secret();
+    const auto text = unescaped.empty() ? stored.reveal() : unescaped.reveal();
     BioPtr bio(BIO_new_mem_buf(text.data(), static_cast<int>(text.size())));
     if (!bio) throw MintError("cannot read the private key: out of memory");
     // PEM_read_bio_PrivateKey reads both "RSA PRIVATE KEY" (PKCS#1) and "PRIVATE KEY" (PKCS#8).

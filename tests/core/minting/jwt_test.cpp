@@ -40,6 +40,17 @@ TEST(Rs256JwtTest, SignsWithPkcs1AndPkcs8KeysAlike) {
     EXPECT_EQ(from_pkcs1.reveal(), from_pkcs8.reveal());
 }
 
+// A credential value holds no line break: the PEM comes with "\n" written out.
+TEST(Rs256JwtTest, ReadsAPemOnOneLineWithItsLineBreaksEscaped) {
+    for (const std::string& pem : {rsa_test_key().pkcs1_pem, rsa_test_key().pkcs8_pem}) {
+        std::string one_line;
+        for (char c : pem) one_line += c == '\n' ? std::string("\\n") : std::string(1, c);
+        ASSERT_EQ(one_line.find('\n'), std::string::npos);
+        EXPECT_EQ(sign_rs256_jwt(claims, Secret(one_line)).reveal(), sign_rs256_jwt(claims, Secret(pem)).reveal());
+        EXPECT_NO_THROW(check_rs256_key(Secret(one_line)));
+    }
+}
+
 TEST(Rs256JwtTest, NamesTheKeyIdInTheHeaderWhenGiven) {
     const Secret jwt = sign_rs256_jwt(claims, Secret(rsa_test_key().pkcs8_pem), "key-7");
     EXPECT_EQ(jwt_json(jwt.reveal(), 0), (nlohmann::json{{"alg", "RS256"}, {"kid", "key-7"}, {"typ", "JWT"}}));
