@@ -4,7 +4,8 @@
 #   util -> {http, egress, crypto, observe} -> credentials -> config -> state
 #        -> {vault, admin} -> net/io -> net/upstream -> net/proxy -> net/admin -> app -> cli
 # mem uses util only and is used from net/io up. Layers in braces are
-# siblings: neither includes the other.
+# siblings: neither includes the other. signing (AWS SigV4) uses http and
+# crypto and is used from state up.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,9 +13,10 @@ declare -A uses=(
   [util]=""
   [mem]="util"
   [http]="util" [egress]="util" [crypto]="util" [observe]="util"
+  [signing]="http crypto"
   [credentials]="http egress crypto observe"
   [config]="credentials"
-  [state]="config"
+  [state]="config signing"
   [vault]="state" [admin]="state"
   [net/io]="vault admin mem"
   [net/upstream]="net/io"

@@ -1,0 +1,190 @@
+// The SigV4 signature and the rewrite of a request head that carries it.
+// The secret access key only ever sits in the caller's Secret and in wiped
+// buffers here; the derived keys are wiped when they go out of scope.
+#include "vaultgate/signing/sigv4.hpp"
+
+#include "text.hpp"
+#include "vaultgate/crypto/digest.hpp"
+#include "vaultgate/crypto/key_derivation.hpp"
+#include "vaultgate/util/encoding.hpp"
+#include "vaultgate/util/wiped_bytes.hpp"
+
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include <ctime>
+#include <stdexcept>
+
+namespace vaultgate::sigv4 {
+
+namespace {
+
+constexpr std::string_view algorithm = "AWS4-HMAC-SHA256";
+
+// HMAC-SHA256 of `data` under `key` into `out` (32 bytes).
+void hmac_sha256(const unsigned char* key, std::size_t key_len, std::string_view data, DerivedKey& out) {
+    unsigned int len = 0;
+    if (HMAC(EVP_sha256(), key, static_cast<int>(key_len), reinterpret_cast<const unsigned char*>(data.data()),
+             data.size(), out.bytes.data(), &len) == nullptr ||
+        len != out.bytes.size())
+        throw CryptoError("HMAC-SHA256 failed");
+}
+
+bool is_lower_alnum_or_dash(std::string_view s) {
+    if (s.empty() || s.size() > 64) return false;
+    for (char c : s)
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
+    return true;
+}
+
+bool is_amz_date(std::string_view d) {
+    if (d.size() != 16 || d[8] != 'T' || d[15] != 'Z') return false;
+    for (std::size_t i = 0; i < 15; ++i)
+        if (i != 8 && (d[i] < '0' || d[i] > '9')) return false;
+    return true;
+}
+
+void require_scope(const Scope& scope) {
+    if (!is_lower_alnum_or_dash(scope.region)) throw std::invalid_argument("the SigV4 region is not a region name");
+    if (!is_lower_alnum_or_dash(scope.service)) throw std::invalid_argument("the SigV4 service is not a service name");
+}
+
+// Access key ids are upper-case letters and digits; anything that could end
+// the Credential field or the header is refused.
+void require_access_key_id(std::string_view id) {
+    if (id.empty() || id.size() > 128) throw std::invalid_argument("the AWS access key id is empty or too long");
+    for (char ch : id) {
+        const auto c = static_cast<unsigned char>(ch);
+        if (c <= 0x20 || c >= 0x7f || c == '/' || c == ',' || c == '=')
+            throw std::invalid_argument("the AWS access key id contains bytes that cannot be signed");
+    }
+}
+
+void require_header_value(std::string_view value, const char* what) {
+    for (char ch : value) {
+        const auto c = static_cast<unsigned char>(ch);
+        if (c < 0x20 || c == 0x7f) throw std::invalid_argument(std::string(what) + " cannot go into a header field");
+    }
+}
+
+bool in_signed_set(std::string_view lower_name) {
+    return lower_name == "host" || lower_name == "content-type" || lower_name.starts_with("x-amz-");
+}
+
+}  // namespace
+
+std::string amz_date(std::chrono::system_clock::time_point now) {
+    const std::time_t t = std::chrono::system_clock::to_time_t(now);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[32];
+    const std::size_t n = std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
+    return std::string(buf, n);
+}
+
+std::string credential_scope(std::string_view amz_date, const Scope& scope) {
+    std::string out;
+    out.append(amz_date.substr(0, 8));
+    out += '/';
+    out += scope.region;
+    out += '/';
+    out += scope.service;
+    out += "/aws4_request";
+    return out;
+}
+
+std::string string_to_sign(std::string_view amz_date, const Scope& scope, std::string_view canonical_request) {
+    std::string out;
+    out.append(algorithm);
+    out += '\n';
+    out.append(amz_date);
+    out += '\n';
+    out += credential_scope(amz_date, scope);
+    out += '\n';
+    out += token_digest(canonical_request);
+    return out;
+}
+
+std::string signature(const Secret& secret_access_key, std::string_view amz_date, const Scope& scope,
+                      std::string_view string_to_sign) {
+    if (!is_amz_date(amz_date)) throw std::invalid_argument("the SigV4 date is not in the form 20150830T123600Z");
+    WipedBytes first_key;
+    first_key.append("AWS4", 4);
+    first_key.append(secret_access_key.reveal().data(), secret_access_key.size());
+    DerivedKey date_key, region_key, service_key, signing_key, result;
+    hmac_sha256(first_key.data(), first_key.size(), amz_date.substr(0, 8), date_key);
+    hmac_sha256(date_key.bytes.data(), date_key.bytes.size(), scope.region, region_key);
+    hmac_sha256(region_key.bytes.data(), region_key.bytes.size(), scope.service, service_key);
+    hmac_sha256(service_key.bytes.data(), service_key.bytes.size(), "aws4_request", signing_key);
+    hmac_sha256(signing_key.bytes.data(), signing_key.bytes.size(), string_to_sign, result);
+    return hex_encode(std::string_view(reinterpret_cast<const char*>(result.bytes.data()), result.bytes.size()),
+                      /*upper_hex=*/false);
+}
+
+std::string authorization_value(std::string_view access_key_id, std::string_view amz_date, const Scope& scope,
+                                std::string_view signed_header_list, std::string_view signature) {
+    std::string out;
+    out.append(algorithm);
+    out += " Credential=";
+    out.append(access_key_id);
+    out += '/';
+    out += credential_scope(amz_date, scope);
+    out += ", SignedHeaders=";
+    out.append(signed_header_list);
+    out += ", Signature=";
+    out.append(signature);
+    return out;
+}
+
+void sign_request(RequestHead& head, const Scope& scope, const Keys& keys, std::string_view payload_hash,
+                  std::chrono::system_clock::time_point now) {
+    require_scope(scope);
+    require_access_key_id(keys.access_key_id);
+    if (keys.secret_access_key.empty()) throw std::invalid_argument("the AWS secret access key is empty");
+    if (keys.session_token) {
+        if (keys.session_token->empty()) throw std::invalid_argument("the AWS session token is empty");
+        require_header_value(keys.session_token->reveal(), "the AWS session token");
+    }
+    if (!is_payload_hash(payload_hash))
+        throw std::invalid_argument("the payload hash is neither 64 hex digits nor UNSIGNED-PAYLOAD");
+    if (head.target.empty() || head.target.front() != '/')
+        throw std::invalid_argument("only an origin-form request target can be signed");
+    if (head.count("host") != 1 || head.get("host")->empty())
+        throw std::invalid_argument("a request to sign needs exactly one non-empty Host header");
+
+    head.remove("authorization");
+    head.remove("x-amz-date");
+    head.remove("x-amz-security-token");
+    const std::string date = amz_date(now);
+    head.headers.push_back({"X-Amz-Date", date});
+    // The header is the payload hash the origin checks: it must say what the
+    // canonical request says.
+    const auto client_hash = head.get("x-amz-content-sha256");
+    const bool hash_header_wrong =
+        client_hash && (head.count("x-amz-content-sha256") != 1 || *client_hash != payload_hash);
+    if (hash_header_wrong || (!client_hash && is_s3_service(scope.service)))
+        head.set("X-Amz-Content-Sha256", std::string(payload_hash));
+    if (keys.session_token) head.headers.push_back({"X-Amz-Security-Token", std::string(keys.session_token->reveal())});
+
+    // Fields the head names in Connection are dropped on the way out, so they
+    // are never signed.
+    const std::vector<std::string> hop_tokens = connection_tokens(head.headers);
+    std::vector<std::pair<std::string, std::string>> to_sign;
+    for (const Header& h : head.headers) {
+        std::string name = lowered(h.name);
+        if (in_signed_set(name) && !is_hop_by_hop(name) && !listed_in(hop_tokens, name))
+            to_sign.emplace_back(std::move(name), h.value);
+    }
+    std::string request =
+        canonical_request(head.method, head.target, to_sign, payload_hash, is_s3_service(scope.service));
+    const std::string sig = signature(keys.secret_access_key, date, scope, string_to_sign(date, scope, request));
+    head.headers.push_back(
+        {"Authorization", authorization_value(keys.access_key_id, date, scope, signed_header_list(to_sign), sig)});
+    // The canonical request and the list held copies of the session token.
+    if (keys.session_token) {
+        wipe_string(request);
+        for (auto& [name, value] : to_sign) wipe_string(value);
+    }
+}
+
+}  // namespace vaultgate::sigv4
