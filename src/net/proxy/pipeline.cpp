@@ -8,13 +8,22 @@ awaitable<CredentialStep> obtain_credential(const RequestPlan& plan) {
     CredentialStep step;
     if (!plan.binding) co_return step;
     const AuthSpec& spec = plan.binding->service->config.auth;
-    if (spec.is_signed() || spec.is_minted()) {
+    if (spec.is_signed()) co_return aws_signing_step(plan);
+    if (spec.is_minted()) {
         // Never forwarded with the placeholder or without its credential.
         step.refusal = refusal(502, "credential_unavailable", "this service's credential cannot be applied");
         co_return step;
     }
     step.credential = Credential{&spec, plan.binding->secret};
     co_return step;
+}
+
+CredentialStep aws_signing_step(const RequestPlan& plan) {
+    SigningDecision decision = plan_signing(plan);
+    CredentialStep step;
+    step.refusal = std::move(decision.refusal);
+    if (!step.refusal) step.signing = std::move(decision.plan);
+    return step;
 }
 
 void wipe_head(RequestHead& head) {
