@@ -4,13 +4,13 @@
 // (sigv4_step.cpp): inspect the head, derive region and service from the host,
 // hash the payload, build the canonical request and sign it. This times that
 // step alone, on the thread's CPU clock (not wall time, so other load on the
-// host matters less), for the head of bench/run.sh's keep-alive GET and for a
-// 1 KiB JSON POST, next to the api-key injection of the same head.
+// host matters less), for a small GET like bench/run.sh's keep-alive one and for
+// a 1 KiB JSON POST, next to the api-key injection of the same head.
 //
-//   g++ -std=c++20 -O2 -DNDEBUG -Iinclude bench/sigv4_cost.cpp src/core/signing/*.cpp \
-//       src/core/util/{encoding,secret,wiped_bytes}.cpp src/core/http/headers.cpp \
-//       src/core/crypto/{digest,key_derivation}.cpp src/core/credentials/{inject,auth_spec}.cpp \
-//       -lcrypto -o /tmp/sigv4_cost && /tmp/sigv4_cost
+// Against the libraries of an optimised build (build/: -O2, see CMakeLists.txt):
+//   g++ -std=c++20 -O2 -DNDEBUG -Iinclude bench/sigv4_cost.cpp
+//       build/libvaultgate_{credentials,egress,observe,signing,http,crypto,util}.a
+//       -lidn2 -lssl -lcrypto -lpthread -o /tmp/sigv4_cost && /tmp/sigv4_cost
 #include "vaultgate/credentials/inject.hpp"
 #include "vaultgate/signing/sigv4.hpp"
 
