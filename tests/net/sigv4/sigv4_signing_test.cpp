@@ -13,6 +13,21 @@ using nlohmann::json;
 
 bool has(const json& list, const std::string& item) { return std::find(list.begin(), list.end(), item) != list.end(); }
 
+std::string length_of(const std::string& body) { return "Content-Length: " + std::to_string(body.size()) + "\r\n"; }
+
+// The origin's verdict on a request it accepted: 200, the signature held, and
+// (when given) it was signed for `region` and `service`.
+json accepted(const RawClient::Response& r, const std::string& region = "", const std::string& service = "") {
+    EXPECT_EQ(r.status, 200) << r.body;
+    json v = json::parse(r.body, nullptr, false);
+    EXPECT_FALSE(v.is_discarded()) << r.body;
+    if (v.is_discarded()) return json::object();
+    EXPECT_EQ(v.value("verdict", ""), "ok") << r.body;
+    if (!region.empty()) EXPECT_EQ(v.value("region", ""), region);
+    if (!service.empty()) EXPECT_EQ(v.value("service", ""), service);
+    return v;
+}
+
 // What a sandbox's SDK sends with its placeholder keys: vaultgate replaces it.
 const std::string placeholder_auth =
     "Authorization: AWS4-HMAC-SHA256 Credential=AKIAPLACEHOLDER00000/19990101/us-east-1/sqs/aws4_request, "
@@ -25,9 +40,7 @@ TEST_F(Sigv4Test, GetWithUnsortedEncodedQueryIsSignedAndTheClientsFieldsReplaced
         "/?Version=2012-11-05&QueueNamePrefix=my%20queue%20name&Action=ListQueues&Tag=%E2%9C%93%C3%A9&empty=&b=2&a=1";
     auto r = send("sqs.eu-west-1.amazonaws.com", "GET " + target,
                   placeholder_auth + "X-Amz-Security-Token: placeholder-token\r\n");
-    const json v = verdict_of(r);
-    ASSERT_EQ(r.status, 200) << r.body;
-    EXPECT_EQ(v["verdict"], "ok");
+    json v = accepted(r);
     EXPECT_EQ(v["target"], target);  // sent as the client wrote it; only the signature canonicalises
     EXPECT_EQ(v["access_key"], aws_access_key_id);
     EXPECT_EQ(v["region"], "eu-west-1");
@@ -48,15 +61,10 @@ TEST_F(Sigv4Test, PostJsonBodyIsHashedByVaultgateAndTheSessionTokenSet) {
                       "X-Amz-Security-Token: placeholder-token\r\n"
                       "Content-Type: application/x-amz-json-1.0\r\n"
                       "X-Amz-Target:   DynamoDB_20120810.ListTables  \r\n"
-                      "User-Agent: sandbox-sdk/1.0\r\n"
-                      "Content-Length: " +
-                      std::to_string(body.size()) + "\r\n",
+                      "User-Agent: sandbox-sdk/1.0\r\n" +
+                      length_of(body),
                   body);
-    const json v = verdict_of(r);
-    ASSERT_EQ(r.status, 200) << r.body;
-    EXPECT_EQ(v["verdict"], "ok");
-    EXPECT_EQ(v["region"], "us-west-2");
-    EXPECT_EQ(v["service"], "dynamodb");
+    json v = accepted(r, "us-west-2", "dynamodb");
     EXPECT_EQ(v["signed_headers"],
               json::array({"content-type", "host", "x-amz-date", "x-amz-security-token", "x-amz-target"}));
     EXPECT_EQ(seen_header(v, "x-amz-security-token"), std::vector<std::string>{aws_session_token});
@@ -72,9 +80,7 @@ TEST_F(Sigv4Test, ChunkedBodyIsReadWholeAndSentWithContentLength) {
                   "Content-Type: application/x-amz-json-1.0\r\nX-Amz-Target: DynamoDB_20120810.ListTables\r\n"
                   "Transfer-Encoding: chunked\r\n",
                   "7\r\n{\"Limit\r\n5\r\n\": 3}\r\n0\r\n\r\n");
-    const json v = verdict_of(r);
-    ASSERT_EQ(r.status, 200) << r.body;
-    EXPECT_EQ(v["verdict"], "ok");
+    json v = accepted(r);
     EXPECT_EQ(v["body_length"], 12);
     EXPECT_EQ(seen_header(v, "content-length"), std::vector<std::string>{"12"});
     EXPECT_TRUE(seen_header(v, "transfer-encoding").empty());
@@ -104,9 +110,7 @@ TEST_F(Sigv4Test, S3KeyWithEncodedSlashAndDoubleSlashIsSignedAsSentPathStyleAndV
              "Content-Type: text/plain\r\nX-Amz-Meta-Owner: sandbox\r\nContent-Length: " + std::to_string(body.size()) +
                  "\r\n",
              body);
-    json v = verdict_of(r);
-    ASSERT_EQ(r.status, 200) << r.body;
-    EXPECT_EQ(v["verdict"], "ok");
+    json v = accepted(r);
     EXPECT_EQ(v["target"], path_style);
     EXPECT_EQ(v["service"], "s3");
     EXPECT_EQ(v["region"], "us-east-1");
@@ -120,11 +124,8 @@ TEST_F(Sigv4Test, S3KeyWithEncodedSlashAndDoubleSlashIsSignedAsSentPathStyleAndV
     EXPECT_TRUE(has(v["signed_headers"], "content-type"));
 
     const std::string virtual_host = "/photos%2F2026//raw%20file.txt";
-    r = send("media-bucket.s3.eu-central-1.amazonaws.com", "PUT " + virtual_host,
-             "Content-Length: " + std::to_string(body.size()) + "\r\n", body);
-    v = verdict_of(r);
-    ASSERT_EQ(r.status, 200) << r.body;
-    EXPECT_EQ(v["verdict"], "ok");
+    r = send("media-bucket.s3.eu-central-1.amazonaws.com", "PUT " + virtual_host, length_of(body), body);
+    v = accepted(r);
     EXPECT_EQ(v["target"], virtual_host);
     EXPECT_EQ(v["service"], "s3");
     EXPECT_EQ(v["region"], "eu-central-1");
@@ -139,9 +140,7 @@ TEST_F(Sigv4Test, ClientUnsignedPayloadIsKeptAndTheBodyStreams) {
     auto r = send("s3.us-east-1.amazonaws.com", "PUT /bucket/big.bin",
                   "X-Amz-Content-Sha256: UNSIGNED-PAYLOAD\r\nTransfer-Encoding: chunked\r\n",
                   std::string(size) + "\r\n" + chunk + "\r\n0\r\n\r\n");
-    const json v = verdict_of(r);
-    ASSERT_EQ(r.status, 200) << r.body;
-    EXPECT_EQ(v["verdict"], "ok");
+    json v = accepted(r);
     EXPECT_EQ(seen_header(v, "x-amz-content-sha256"), std::vector<std::string>{"UNSIGNED-PAYLOAD"});
     EXPECT_TRUE(has(v["signed_headers"], "x-amz-content-sha256"));
     EXPECT_EQ(seen_header(v, "transfer-encoding"), std::vector<std::string>{"chunked"});  // streamed, not buffered
@@ -154,9 +153,7 @@ TEST_F(Sigv4Test, ClientPayloadHashIsKeptAndChecked) {
     const std::string sha = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
     auto r = send("s3.us-east-1.amazonaws.com", "PUT /bucket/abc.txt",
                   "x-amz-content-sha256: " + sha + "\r\nContent-Length: 3\r\n", body);
-    const json v = verdict_of(r);
-    ASSERT_EQ(r.status, 200) << r.body;
-    EXPECT_EQ(v["verdict"], "ok");
+    json v = accepted(r);
     EXPECT_EQ(seen_header(v, "x-amz-content-sha256"), std::vector<std::string>{sha});
 }
 
@@ -218,11 +215,7 @@ TEST_F(Sigv4Test, BedrockRuntimeSignsAsBedrockInItsRegion) {
                   "Content-Type: application/json\r\nAccept: application/json\r\nContent-Length: " +
                       std::to_string(body.size()) + "\r\n",
                   body);
-    const json v = verdict_of(r);
-    ASSERT_EQ(r.status, 200) << r.body;
-    EXPECT_EQ(v["verdict"], "ok");
-    EXPECT_EQ(v["service"], "bedrock");
-    EXPECT_EQ(v["region"], "us-west-2");
+    json v = accepted(r, "us-west-2", "bedrock");
     // A non-S3 path is encoded twice in the canonical request.
     const std::string canonical = v["canonical_request"];
     EXPECT_EQ(canonical.substr(0, canonical.find('\n', 5)), "POST\n/model/anthropic.claude-v2%3A1/invoke");
@@ -237,11 +230,7 @@ TEST_F(Sigv4Test, HostWithoutRegionOrServiceNeedsTheOverride) {
     EXPECT_TRUE(origin_->verdicts().empty());
 
     r = send("gateway.internal.test", "GET /prod/items?limit=3", "");
-    const json v = verdict_of(r);
-    ASSERT_EQ(r.status, 200) << r.body;
-    EXPECT_EQ(v["verdict"], "ok");
-    EXPECT_EQ(v["region"], "eu-north-1");
-    EXPECT_EQ(v["service"], "execute-api");
+    json v = accepted(r, "eu-north-1", "execute-api");
 }
 
 TEST_F(Sigv4Test, RefusalsAreInTheAccessLog) {
