@@ -1,10 +1,13 @@
 #include "sigv4_fixture.hpp"
 
+#include "vaultgate/observe/diag_log.hpp"
+
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -85,14 +88,16 @@ Sigv4Test::~Sigv4Test() { stop(); }
 
 std::string Sigv4Test::stop() {
     if (!proxy_) return {};
-    proxy_->signal(SIGTERM);
-    EXPECT_EQ(proxy_->wait_exit(), 0) << proxy_->stderr_text();
-    // No log line, access or diagnostic (at debug level), holds a key: the
-    // access log here, stderr as proxy_ goes (forbid_in_stderr).
-    const std::string access = text_of(dir_.file("access.log"));
-    EXPECT_EQ(access.find(aws_secret_access_key), std::string::npos);
-    EXPECT_EQ(access.find(aws_session_token), std::string::npos);
-    proxy_.reset();
+    const std::string access = stop_and_read_access_log(proxy_);
+    std::fflush(stderr);
+    dup2(saved_stderr_, 2);
+    close(saved_stderr_);
+    const std::string diagnostic = text_of(dir_.file("stderr.log"));
+    // No log line, access or diagnostic (at debug level), holds a key.
+    for (const std::string& log : {access, diagnostic}) {
+        EXPECT_EQ(log.find(aws_secret_access_key), std::string::npos);
+        EXPECT_EQ(log.find(aws_session_token), std::string::npos);
+    }
     return access;
 }
 
@@ -133,15 +138,17 @@ void Sigv4Test::start(const std::string& limits) {
     service("gateway.internal.test", ", region: eu-north-1, service: execute-api");
     y << "sessions:\n  default: { vaults: [aws], egress_policy: test }\n"
       << "egress_policies:\n  test: {}\n";
-    const std::string config = dir_.write("vaultgate.yaml", y.str());
-    proxy_ = std::make_unique<ServeProcess>(config);
-    proxy_->forbid_in_stderr(aws_secret_access_key);
-    proxy_->forbid_in_stderr(aws_session_token);
-    ASSERT_TRUE(proxy_->started()) << proxy_->stderr_text();
+    std::fflush(stderr);
+    saved_stderr_ = dup(2);
+    const int log = ::open(dir_.file("stderr.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(log, 2);
+    close(log);
+    set_log_level(LogLevel::debug);
+    proxy_ = std::make_unique<ProxyUnderTest>(y.str());
 }
 
 std::unique_ptr<RawClient> Sigv4Test::open(const std::string& host) {
-    auto c = std::make_unique<RawClient>(proxy_->proxy_port());
+    auto c = std::make_unique<RawClient>(proxy_->port());
     const std::string head = c->connect(authority(host));
     EXPECT_EQ(head.rfind("HTTP/1.1 200", 0), 0u) << head;
     std::string err;
@@ -154,7 +161,6 @@ RawClient::Response Sigv4Test::send(const std::string& host, const std::string& 
     auto c = open(host);
     c->write(request_line + " HTTP/1.1\r\nHost: " + authority(host) + "\r\n" + fields + "\r\n" + body);
     auto r = c->read_response();
-    proxy_->stderr_text();  // drains the pipe: debug lines must not fill it
     return r ? *r : RawClient::Response{};
 }
 

@@ -1,6 +1,6 @@
 #pragma once
-// The aws-sigv4 tests' fixture: `vaultgate serve` (the real binary) with a
-// vault of AWS keys bound to several AWS endpoint names, and an origin
+// The aws-sigv4 tests' fixture: the proxy (in process, logging at debug
+// level into a file) with a vault of AWS keys bound to several AWS endpoint names, and an origin
 // (sigv4_origin.py) that serves all of them on one port and re-verifies each
 // signature with botocore under the real secret key. Assertions are on what
 // the origin saw and what the client got.
@@ -62,7 +62,8 @@ protected:
     TempDir dir_;
     TestPki pki_;
     std::unique_ptr<Sigv4Origin> origin_;
-    std::unique_ptr<ServeProcess> proxy_;
+    std::unique_ptr<ProxyUnderTest> proxy_;
+    int saved_stderr_ = -1;  // the diagnostic log goes to a file while the proxy runs
 };
 
 }  // namespace vaultgate::test
