@@ -78,6 +78,8 @@ struct Limits {
     std::chrono::milliseconds upstream_idle_timeout{30000};
     std::size_t worker_threads = 0;      // 0 = auto, see auto_worker_threads()
     std::size_t admin_connections = 64;  // the admin listener's own cap
+    // The most of a request body vaultgate reads to hash it for aws-sigv4.
+    std::size_t sign_body_bytes = 8 * 1024 * 1024;
 };
 
 // The I/O thread count for worker_threads = 0: one per core (at least one).

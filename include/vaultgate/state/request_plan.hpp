@@ -61,6 +61,9 @@ struct RequestPlan {
     bool websocket = false;            // an Upgrade: websocket the origin may accept
     bool client_close = false;         // the client asked to close after this exchange
     bool redact = false;               // redact_response: the secret is scrubbed from the response
+    // Set when vaultgate read the body whole (to hash it for aws-sigv4): sent
+    // from there, with Content-Length, instead of streamed from the client.
+    std::optional<std::string_view> buffered_body;
 };
 
 // Either `refusal` is set, or `plan` is what to do. When refused after the

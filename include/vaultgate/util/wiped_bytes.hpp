@@ -26,9 +26,10 @@ public:
     std::string_view view() const noexcept { return {reinterpret_cast<const char*>(data_.get()), size_}; }
 
     void append(const void* p, std::size_t n);
+    // Room for `need` bytes in all, so that appending up to it moves nothing.
+    void reserve(std::size_t need);
 
 private:
-    void reserve(std::size_t need);
     void release() noexcept;
 
     std::unique_ptr<unsigned char[]> data_;

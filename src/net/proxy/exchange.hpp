@@ -11,7 +11,9 @@
 #include "vaultgate/credentials/redact.hpp"
 #include "vaultgate/http/message.hpp"
 #include "vaultgate/state/request_plan.hpp"
+#include "vaultgate/state/sigv4_step.hpp"
 #include "vaultgate/util/secret.hpp"
+#include "vaultgate/util/wiped_bytes.hpp"
 
 #include <functional>
 #include <optional>
@@ -185,6 +187,15 @@ awaitable<bool> send_request(ExchangeIo<Client, Upstream>& io, std::string& wire
         co_return false;
     }
     if (!has_body) co_return true;
+    if (req.buffered_body) {
+        // Read whole before signing (aws-sigv4); the head says its length.
+        result.bytes_up = req.buffered_body->size();
+        if (co_await write_all(*io.upstream, *req.buffered_body, io.watchdog, io.limits.idle_timeout)) {
+            fail_exchange(io, result, refusal(502, "upstream_write_failed", "the origin closed the connection"));
+            co_return false;
+        }
+        co_return true;
+    }
 
     if (req.expect_continue)
         co_await write_all(io.client, std::string_view("HTTP/1.1 100 Continue\r\n\r\n"), io.watchdog,
@@ -217,6 +228,57 @@ awaitable<bool> send_request(ExchangeIo<Client, Upstream>& io, std::string& wire
         co_return false;
     }
     co_return true;
+}
+
+// A client whose body ended early (or that left): logged as client_aborted;
+// the reply most likely goes nowhere.
+inline Refusal body_cut_short() {
+    return refusal(400, "incomplete_body", "the request body ended before its end", "client_aborted");
+}
+
+// Collects a request body into wiped memory, up to a limit.
+struct BodyCollector {
+    WipedBytes* out;
+    std::size_t limit;
+    bool over = false;
+
+    awaitable<error_code> operator()(std::string_view piece) {
+        if (piece.size() > limit - out->size()) {
+            over = true;
+            co_return asio::error::message_size;
+        }
+        out->append(piece.data(), piece.size());
+        co_return error_code{};
+    }
+};
+
+// Reads the client's body whole into `out` (wiped when it goes), for a
+// request vaultgate hashes before sending anything (aws-sigv4): at most
+// limits.sign_body_bytes, refused with 413 before any byte is read when the
+// Content-Length says more. A broken, stalled or cut body is refused as the
+// streaming path refuses it. Answers the client's 100-continue first.
+template <class Client, class Upstream>
+awaitable<Refusal> read_whole_body(ExchangeIo<Client, Upstream>& io, const RequestPlan& req, WipedBytes& out) {
+    const std::size_t limit = io.limits.sign_body_bytes;
+    if (req.framing.kind == BodyKind::content_length && req.framing.length > limit)
+        co_return body_too_large_to_sign(limit);
+    if (req.expect_continue && co_await write_all(io.client, std::string_view("HTTP/1.1 100 Continue\r\n\r\n"),
+                                                  io.watchdog, io.limits.idle_timeout))
+        co_return body_cut_short();
+    if (req.framing.kind == BodyKind::content_length) out.reserve(static_cast<std::size_t>(req.framing.length));
+    BodyCollector collector{&out, limit};
+    BodyResult body;
+    if (req.framing.kind == BodyKind::chunked)
+        body = co_await read_chunked_body(io.client, io.client_buf, ChunkLimits{}, io.watchdog, io.limits.idle_timeout,
+                                          std::ref(collector));
+    else
+        body = co_await read_fixed_body(io.client, io.client_buf, req.framing.length, io.watchdog,
+                                        io.limits.idle_timeout, std::ref(collector));
+    if (body.outcome == BodyOutcome::ok) co_return Refusal{};
+    if (collector.over) co_return body_too_large_to_sign(limit);
+    if (body.outcome == BodyOutcome::invalid) co_return refusal(400, "bad_chunked_body", std::move(body.error));
+    if (body.outcome == BodyOutcome::timed_out) co_return refusal(408, "request_timeout", "the request body stalled");
+    co_return body_cut_short();
 }
 
 template <class Client, class Upstream, class Sink>

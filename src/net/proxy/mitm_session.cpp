@@ -102,6 +102,9 @@ public:
         return decide_bound_request(state, ctx_.session_id, dest_, std::move(req), std::chrono::system_clock::now());
     }
     awaitable<void> send_refusal(const Refusal& refusal);
+    awaitable<Refusal> read_whole_body(const RequestPlan& plan, WipedBytes& body) {
+        return net::read_whole_body(io_, plan, body);
+    }
     awaitable<bool> send_request(const RequestPlan& plan, std::string& wire, ExchangeResult& result) {
         policy_ = &plan.session->policy;
         return net::send_request(io_, wire, plan, result);

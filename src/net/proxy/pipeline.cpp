@@ -9,19 +9,23 @@ awaitable<CredentialStep> obtain_credential(Runtime& rt, const RequestPlan& plan
     CredentialStep step;
     if (!plan.binding) co_return step;
     const AuthSpec& spec = plan.binding->service->config.auth;
+    if (spec.is_signed()) co_return aws_signing_step(plan);
     if (spec.is_minted()) {
         MintedStep minted = co_await obtain_minted_credential(rt, *plan.binding);
         step.refusal = std::move(minted.refusal);
         if (const auto& c = minted.credential) step.credential = Credential{&c->injection, &c->token, c};
         co_return step;
     }
-    if (spec.is_signed()) {
-        // Never forwarded with the placeholder or without its credential.
-        step.refusal = refusal(502, "credential_unavailable", "this service's credential cannot be applied");
-        co_return step;
-    }
     step.credential = Credential{&spec, plan.binding->secret, nullptr};
     co_return step;
+}
+
+CredentialStep aws_signing_step(const RequestPlan& plan) {
+    SigningDecision decision = plan_signing(plan);
+    CredentialStep step;
+    step.refusal = std::move(decision.refusal);
+    if (!step.refusal) step.signing = std::move(decision.plan);
+    return step;
 }
 
 void wipe_head(RequestHead& head) {

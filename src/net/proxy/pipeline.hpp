@@ -13,6 +13,8 @@
 //   std::shared_ptr<const GatewayState> snapshot()       the state this request is decided with
 //   Decision decide(const GatewayState&, RequestHead&&)
 //   awaitable<void> send_refusal(const Refusal&)          the reply, rendered for its wire
+//   awaitable<Refusal> read_whole_body(const RequestPlan&, WipedBytes&)
+//                                                         the client's body, read before sending (to sign it)
 //   awaitable<bool> send_request(const RequestPlan&, std::string& wire, ExchangeResult&)
 //                                                         the head and the body source to the origin
 //   awaitable<void> relay_response(const RequestPlan&, Redactor*, ExchangeResult&)
@@ -26,7 +28,10 @@
 #include "net/proxy/exchange.hpp"
 #include "net/upstream/dialer.hpp"
 #include "vaultgate/state/request_plan.hpp"
+#include "vaultgate/state/sigv4_step.hpp"
+#include "vaultgate/util/wiped_bytes.hpp"
 
+#include <chrono>
 #include <optional>
 
 namespace vaultgate::net {
@@ -43,11 +48,35 @@ struct Credential {
 struct CredentialStep {
     Refusal refusal;
     Credential credential;
+    std::optional<SigningPlan> signing;  // aws-sigv4: signed last, by sign_for_aws
 };
 
 // The credential for the plan's binding: the vault's value, or a minted token
 // (net/mint), which may take a fetch.
 awaitable<CredentialStep> obtain_credential(Runtime& rt, const RequestPlan& plan);
+
+// aws-sigv4, checked before anything is sent: the signing plan, or its refusal.
+CredentialStep aws_signing_step(const RequestPlan& plan);
+
+// Signs the outgoing head for aws-sigv4, after reading and hashing the body
+// when the client gave no payload hash (`body` keeps it for the exchange).
+// The head's last change: nothing may alter it between this and serialising.
+template <class Front>
+awaitable<Refusal> sign_for_aws(Front& front, Runtime& rt, RequestPlan& plan, const SigningPlan& signing,
+                                WipedBytes& body) {
+    std::string payload_hash = signing.payload_hash;
+    if (signing.hash_body()) {
+        if (plan.framing.kind != BodyKind::none) {
+            Refusal unread = co_await front.read_whole_body(plan, body);
+            if (unread) co_return unread;
+            send_from_buffer(plan, body.view());
+        }
+        payload_hash = sigv4::payload_sha256_hex(body.view());
+    }
+    Refusal refused = sign_outgoing(plan, signing.scope, payload_hash, std::chrono::system_clock::now());
+    if (!refused) rt.metrics.injection(plan.binding->vault->name, plan.binding->service->id);
+    co_return refused;
+}
 
 // Overwrites the head's values and target once serialised: they may hold the secret.
 void wipe_head(RequestHead& head);
@@ -174,12 +203,14 @@ awaitable<bool> serve_request(Front& front, Runtime& rt, std::optional<RequestHe
     // Kept to the request's end: it may own a minted token. Empty without a binding.
     CredentialStep step = co_await obtain_credential(rt, plan);
     Refusal refused = std::move(step.refusal);
-    if (!refused && step.credential.value) {
+    WipedBytes signed_body;  // aws-sigv4: the body read to hash it, wiped when the request ends
+    if (!refused && step.credential.value)
         refused = apply_credential(plan.outgoing, *step.credential.spec, *step.credential.value);
-        if (!refused) {
-            rt.metrics.injection(plan.binding->vault->name, plan.binding->service->id);
-            line.credential = auth_type_name(plan.binding->service->config.auth.type);
-        }
+    else if (!refused && step.signing)
+        refused = co_await sign_for_aws(front, rt, plan, *step.signing, signed_body);
+    if (!refused && (step.credential.value || step.signing)) {
+        rt.metrics.injection(plan.binding->vault->name, plan.binding->service->id);
+        line.credential = auth_type_name(plan.binding->service->config.auth.type);
     }
     if (refused) {
         wipe_head(plan.outgoing);

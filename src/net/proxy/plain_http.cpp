@@ -44,6 +44,9 @@ public:
                                     std::move(req));
     }
     awaitable<void> send_refusal(const Refusal& refusal) { co_await send_http_refusal(ctx_, client_, refusal, dest_); }
+    awaitable<Refusal> read_whole_body(const RequestPlan& plan, WipedBytes& body) {
+        return net::read_whole_body(io_, plan, body);
+    }
     awaitable<bool> send_request(const RequestPlan& plan, std::string& wire, ExchangeResult& result) {
         policy_ = &plan.session->policy;
         return net::send_request(io_, wire, plan, result);

@@ -52,6 +52,7 @@ TEST(ConfigReferenceTest, TheCompleteExampleLoadsWithTheDocumentedDefaults) {
     EXPECT_EQ(l.upstream_idle_timeout, d.upstream_idle_timeout);
     EXPECT_EQ(l.worker_threads, d.worker_threads);
     EXPECT_EQ(l.admin_connections, d.admin_connections);
+    EXPECT_EQ(l.sign_body_bytes, d.sign_body_bytes);
 
     // And so are these; the rest of the example departs from the defaults.
     EXPECT_EQ(c.listen_proxy.to_string(), defaults.listen_proxy.to_string());

@@ -86,6 +86,8 @@ const ErrorCase error_cases[] = {
      "t.yaml:7:15: ", "port: must be between 1 and 65535, got 70000"},
     {"zero_limit", "limits:\n  header_count: 0\n", "t.yaml:2:17: ", "limits.header_count: must be greater than 0"},
     {"negative_limit", "limits:\n  header_count: -5\n", "t.yaml:2:17: ", "expected an integer, got '-5'"},
+    {"zero_sign_body_bytes", "limits:\n  sign_body_bytes: 0\n",
+     "t.yaml:2:20: ", "limits.sign_body_bytes: must be greater than 0"},
     {"not_a_bool", "egress_policies:\n  p:\n    allow_http: yes\n",
      "t.yaml:3:17: ", "egress_policies.p.allow_http: expected true or false, got 'yes'"},
     {"list_expected", "vaults: {}\n", "t.yaml:1:9: ", "vaults: expected a list, got a map"},
@@ -307,6 +309,7 @@ TEST(ConfigTest, EmptyMapGivesDefaults) {
         EXPECT_EQ(c.limits.upstream_idle_timeout, 30s);
         EXPECT_EQ(c.limits.worker_threads, 0u);
         EXPECT_EQ(c.limits.admin_connections, 64u);
+        EXPECT_EQ(c.limits.sign_body_bytes, 8u * 1024 * 1024);
         // No sessions, vaults or policies unless written down: then every
         // request needs Proxy-Authorization.
         EXPECT_TRUE(c.vaults.empty());
@@ -360,6 +363,7 @@ listen:
 limits:
   idle_timeout: 2m
   header_count: 50
+  sign_body_bytes: 1024
 log:
 upstream:
   resolve:
@@ -373,6 +377,7 @@ upstream:
     EXPECT_EQ(c.listen_admin.to_string(), "unix:/run/vaultgate/admin.sock");
     EXPECT_EQ(c.limits.idle_timeout, 120s);
     EXPECT_EQ(c.limits.header_count, 50u);
+    EXPECT_EQ(c.limits.sign_body_bytes, 1024u);
     EXPECT_EQ(c.limits.header_timeout, 10s);
     EXPECT_EQ(c.log_level, "info");
     ASSERT_EQ(c.upstream_resolve.size(), 2u);
