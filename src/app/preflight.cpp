@@ -52,6 +52,7 @@ std::vector<PreflightFinding> run_preflight(const Config& config, const Prefligh
     preflight::check_ca(config, out);
     preflight::check_referenced_files(config, out);
     check_environment(config, out);
+    preflight::check_auth(config, out);
     std::stable_sort(out.begin(), out.end(), [&](const PreflightFinding& a, const PreflightFinding& b) {
         const auto pa = config.position_of(place_key(a)), pb = config.position_of(place_key(b));
         return std::tie(pa.line, pa.column) < std::tie(pb.line, pb.column);

@@ -14,6 +14,7 @@ using Findings = std::vector<PreflightFinding>;
 void check_ca(const Config& config, Findings& out);                    // preflight_files.cpp
 void check_referenced_files(const Config& config, Findings& out);      // preflight_files.cpp
 void check_listeners(const Config& config, bool bind, Findings& out);  // preflight_listeners.cpp
+void check_auth(const Config& config, Findings& out);                  // preflight_auth.cpp
 
 // Why `path` cannot be opened for reading, or is a directory, or (with
 // `regular_only`) is not a regular file; nullopt when it is fine.

@@ -228,5 +228,29 @@ TEST_F(CheckConfigTest, ServeReportsTheSameFindingsWithTheirPlaces) {
         << err;
 }
 
+TEST_F(CheckConfigTest, ASigv4HostWithoutRegionOrServiceIsRefused) {
+    replace("auth: { type: api-key, key: BENCH_KEY }",
+            "auth: { type: aws-sigv4, access_key_id: BENCH_KEY, secret_access_key: BENCH_KEY }");
+    auto r = check({"--no-bind-check"});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find(place("{ type: aws-sigv4") + ": vaults[0].services[0].auth: aws-sigv4: "), std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("set region and service"), std::string::npos) << r.err;
+
+    // With both given, the host needs no AWS form.
+    replace("secret_access_key: BENCH_KEY }", "secret_access_key: BENCH_KEY, region: us-east-1, service: s3 }");
+    r = check({"--no-bind-check"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+TEST_F(CheckConfigTest, AGithubAppKeyThatIsNoRsaKeyIsRefused) {
+    replace("auth: { type: api-key, key: BENCH_KEY }",
+            "auth: { type: github-app, app_id: \"1\", installation_id: \"2\", private_key: BENCH_KEY }");
+    auto r = check({"--no-bind-check"});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find(": vaults[0].services[0].auth: credential BENCH_KEY cannot sign tokens: "), std::string::npos)
+        << r.err;
+}
+
 }  // namespace
 }  // namespace vaultgate::test

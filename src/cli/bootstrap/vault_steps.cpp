@@ -180,7 +180,7 @@ void bind_secret(const AdminClient& client, VaultState& vault, const std::string
                  {"auth_config", {{"type", "api-key"}, {"header", bound_header}, {"key", secret_name}}}};
     auto response = client.request("POST", admin_target({"v1", "vaults", vault.id, "services"}), body.dump());
     expect_status(response, {200, 201}, client);
-    vault.services.push_back({dest, "/", "api-key", bound_header, secret_name});
+    vault.services.push_back({dest, "/", "api-key", bound_header, secret_name, {}, {}});
     vault.services_created.push_back(id_of(parse_body(response, client), client));
     std::fprintf(stderr, "vaultgate bootstrap: bound %s to %s (x-api-key, from %s)\n", secret_name.c_str(),
                  where.c_str(), url.name.c_str());
