@@ -209,6 +209,29 @@ TEST_F(AdminCliTest, SessionsAreListedShownAndAVaultIsDeletedOnlyOnceUnused) {
     EXPECT_EQ(gone.out, "");
 }
 
+TEST_F(AdminCliTest, AddServiceTakesTheSignedAndMintedShapes) {
+    ASSERT_TRUE(proc_->started()) << proc_->stderr_text();
+    ASSERT_EQ(cli({"vault", "create", "aws"}).exit_code, 0);
+    for (const char* name : {"AK", "SK"}) ASSERT_EQ(cli({"vault", "add-credential", "aws", name}, "v-123\n").exit_code, 0);
+    auto added = cli({"vault", "add-service", "aws", "--host", "*.amazonaws.com", "--auth", "aws-sigv4",
+                      "--access-key-id", "AK", "--secret-access-key", "SK", "--region", "eu-west-1", "--json"});
+    ASSERT_EQ(added.exit_code, 0) << added.err;
+    EXPECT_EQ(json::parse(added.out)["auth_config"],
+              (json{{"type", "aws-sigv4"}, {"access_key_id", "AK"}, {"secret_access_key", "SK"}, {"region", "eu-west-1"}}));
+
+    ASSERT_EQ(cli({"vault", "add-credential", "aws", "SA"}, "{}\n").exit_code, 0);
+    auto scoped = cli({"vault", "add-service", "aws", "--host", "storage.googleapis.com", "--auth", "jwt-bearer",
+                       "--key", "SA", "--scopes", "a,b", "--json"});
+    ASSERT_EQ(scoped.exit_code, 0) << scoped.err;
+    EXPECT_EQ(json::parse(scoped.out)["auth_config"]["scopes"], (json{"a", "b"}));
+
+    // The server names what the type still needs.
+    auto missing = cli({"vault", "add-service", "aws", "--host", "sts.amazonaws.com", "--auth", "aws-sigv4",
+                        "--access-key-id", "AK"});
+    EXPECT_EQ(missing.exit_code, 1);
+    EXPECT_NE(missing.err.find("missing required key 'secret_access_key'"), std::string::npos) << missing.err;
+}
+
 TEST_F(AdminCliTest, OutputJsonAndTheJsonAliasPrintTheServersAnswer) {
     ASSERT_TRUE(proc_->started()) << proc_->stderr_text();
     for (const auto& flags : std::vector<std::vector<std::string>>{{"-o", "json"}, {"--output=json"}, {"--json"}}) {

@@ -4,8 +4,10 @@
 #include "cli/commands/admin_command.hpp"
 #include "cli/commands/terminal_secret.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <map>
 #include <memory>
 
 namespace vaultgate::cli {
@@ -24,13 +26,47 @@ struct VaultArgs {
     bool value_given = false;  // --value, refused
     // add-service
     std::string host, auth, key, header, user, template_text, param, path_prefix;
+    // The keys of the signed and minted types, by auth_config key.
+    std::map<std::string, std::string> auth_extras;
+    std::vector<std::string> scopes;  // jwt-bearer
     std::uint16_t port = 0;
     bool redact_response = false;
 };
 
 using Args = std::shared_ptr<VaultArgs>;
 
-const char* const auth_types[] = {"api-key", "bearer", "basic", "header", "query"};
+const char* const auth_types[] = {"api-key",   "bearer",   "basic", "header", "query", "aws-sigv4",
+                                  "oauth2-client-credentials", "github-app", "jwt-bearer"};
+
+// The auth_config keys of the signed and minted types, each an option of
+// add-service named after it ("--access-key-id" for access_key_id).
+struct AuthOption {
+    const char* key;
+    const char* help;
+};
+const AuthOption auth_options[] = {
+    {"access_key_id", "For aws-sigv4: the credential holding the access key id"},
+    {"secret_access_key", "For aws-sigv4: the credential holding the secret key"},
+    {"session_token", "For aws-sigv4: the credential holding a session token"},
+    {"region", "For aws-sigv4 (default: from the host)"},
+    {"service", "For aws-sigv4 (default: from the host)"},
+    {"token_url", "For oauth2-client-credentials; jwt-bearer (default: the key's token_uri)"},
+    {"client_id", "For oauth2-client-credentials: the credential holding the client id"},
+    {"client_secret", "For oauth2-client-credentials: the credential holding the client secret"},
+    {"scope", "For oauth2-client-credentials"},
+    {"audience", "For oauth2-client-credentials"},
+    {"client_auth", "For oauth2-client-credentials: basic (default) or post"},
+    {"app_id", "For github-app"},
+    {"installation_id", "For github-app"},
+    {"private_key", "For github-app: the credential holding the app's PEM key"},
+    {"api_url", "For github-app (default https://api.github.com)"},
+    {"scheme", "For github-app: bearer (default) or basic (for git)"},
+};
+
+std::string option_name(std::string key) {
+    std::replace(key.begin(), key.end(), '_', '-');
+    return "--" + key;
+}
 
 void add_vault_positional(CLI::App& leaf, const Args& args) {
     leaf.add_option("VAULT", args->vault, "The vault's id or name")->required();
@@ -161,11 +197,17 @@ int vault_remove_credential(const AdminClient& client, const VaultArgs& a) { ret
 int vault_remove_service(const AdminClient& client, const VaultArgs& a) { return vault_remove(client, a, false); }
 
 int vault_add_service(const AdminClient& client, const VaultArgs& a) {
-    json auth = {{"type", a.auth}, {"key", a.key}};
-    const std::pair<const char*, const std::string*> extras[] = {
-        {"header", &a.header}, {"user", &a.user}, {"template", &a.template_text}, {"param", &a.param}};
+    // Only what was given: the server names a key the type needs or ignores.
+    json auth = {{"type", a.auth}};
+    const std::pair<const char*, const std::string*> extras[] = {{"key", &a.key},
+                                                                 {"header", &a.header},
+                                                                 {"user", &a.user},
+                                                                 {"template", &a.template_text},
+                                                                 {"param", &a.param}};
     for (const auto& [name, value] : extras)
         if (!value->empty()) auth[name] = *value;
+    for (const auto& [name, value] : a.auth_extras) auth[name] = value;
+    if (!a.scopes.empty()) auth["scopes"] = a.scopes;
     json body = {{"host", a.host}, {"auth_config", auth}};
     if (a.port != 0) body["port"] = a.port;
     if (!a.path_prefix.empty()) body["path_prefix"] = a.path_prefix;
@@ -232,11 +274,21 @@ void add_vault_commands(CLI::App& root, CommandRun& run) {
         ->required()
         ->check(CLI::IsMember(std::vector<std::string>(std::begin(auth_types), std::end(auth_types))))
         ->type_name("TYPE");
-    add_service->add_option("--key", args->key, "The credential to inject")->required()->type_name("NAME");
+    add_service->add_option("--key", args->key, "The credential to inject; for jwt-bearer, the service-account key")
+        ->type_name("NAME");
     add_service->add_option("--header", args->header, "For api-key (default x-api-key) and header");
     add_service->add_option("--user", args->user, "For basic");
     add_service->add_option("--template", args->template_text, "For header; contains {secret} once");
     add_service->add_option("--param", args->param, "For query");
+    for (const auto& option : auth_options)
+        add_service->add_option_function<std::string>(
+            option_name(option.key), [args, key = std::string(option.key)](const std::string& value) {
+                args->auth_extras[key] = value;
+            },
+            option.help);
+    add_service->add_option("--scopes", args->scopes, "For jwt-bearer: the scopes, comma-separated")
+        ->delimiter(',')
+        ->type_name("SCOPE,...");
     add_service->add_flag("--redact-response", args->redact_response, "Redact the secret from responses")
         ->disable_flag_override();
 
