@@ -112,7 +112,6 @@ TEST(Rs256JwtTest, RefusesClaimsThatAreNotUtf8) {
 // PyJWT, an implementation vaultgate shares nothing with, accepts the JWT.
 TEST(Rs256JwtTest, PyJwtVerifiesIt) {
     const char* python = "/usr/bin/python3";
-    if (std::system("/usr/bin/python3 -c 'import jwt' 2>/dev/null") != 0) GTEST_SKIP() << "python3-jwt is missing";
     vaultgate::test::TempDir dir;
     const Secret jwt = sign_rs256_jwt({{"iss", "svc@example.iam.gserviceaccount.com"},
                                        {"aud", "https://oauth2.example/token"},

@@ -5,18 +5,15 @@ Usage: botocore_sign.py CASES.json
 CASES.json is a list of {method, url, headers: [[name, value]...], body,
 access_key_id, secret_access_key, session_token (or null), region, service,
 amz_date}. Prints botocore's Authorization header for each case, one a line.
-Exits 77 when botocore is not installed, so the calling test can skip.
+python3-botocore comes from scripts/install-deps.sh; without it this fails.
 """
 import datetime
 import json
 import sys
 
-try:
-    from botocore import auth
-    from botocore.awsrequest import AWSRequest
-    from botocore.credentials import Credentials
-except ImportError:
-    sys.exit(77)
+from botocore import auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
 
 
 def fixed_clock(amz_date):

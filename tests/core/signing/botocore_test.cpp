@@ -138,7 +138,6 @@ TEST(SigV4Botocore, AuthorizationEqualsBotocores) {
     while (const std::size_t n = fread(buf, 1, sizeof buf, pipe)) output.append(buf, n);
     const int status = pclose(pipe);
     std::remove(path);
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 77) GTEST_SKIP() << "python3-botocore is not installed";
     ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << output;
 
     std::vector<std::string> lines;
