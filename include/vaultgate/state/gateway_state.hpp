@@ -22,10 +22,13 @@ struct ServiceBinding {
     std::string id;  // "<vault>/<index>" for config services
     ServiceConfig config;
     // redact_response: the tables that scrub the credential from responses,
-    // built once when the state is made (prepare_redaction). Null when the
+    // built once when the state is made (prepare_services). Null when the
     // service does not redact, the credential is missing, or the credential
     // occurs in its own placeholder (requests are then refused with 502).
     std::shared_ptr<const RedactionPatterns> redaction;
+    // Minted types: minting_inputs_digest, set with the redaction tables, so
+    // that a request compares it with the cached token's without hashing.
+    std::string inputs_digest;
 };
 
 struct Vault {
@@ -135,8 +138,8 @@ public:
 // and requests to such a service get 503. Throws ConfigError on an unreadable file.
 std::shared_ptr<const GatewayState> build_state(const Config& config, std::vector<std::string>& warnings);
 
-// Builds the redaction tables of the vault's redact_response services from
-// their credentials. A credential that occurs in its own placeholder gets none,
+// Sets each minted service's inputs_digest, and builds the redaction tables
+// of the vault's redact_response services from their credentials. A credential that occurs in its own placeholder gets none,
 // and a warning (names only) when `warnings` is given. With `previous` (the
 // same vault in the last published state), a service whose credential and
 // auth are unchanged keeps its tables (or their absence, without a new
@@ -144,7 +147,12 @@ std::shared_ptr<const GatewayState> build_state(const Config& config, std::vecto
 // only those `previous` did not have): a redacted credential that occurs in
 // another credential's placeholder of the vault, or inside another credential
 // of the vault, where what the client reads after redaction is ambiguous.
-void prepare_redaction(Vault& vault, std::vector<std::string>* warnings, const Vault* previous = nullptr);
+void prepare_services(Vault& vault, std::vector<std::string>* warnings, const Vault* previous = nullptr);
+
+// A digest of everything a minted token depends on: the service's id and
+// auth fields, redact_response, and the values of the credentials it reads.
+// Rotating any of them gives another digest, so a cached token is dropped.
+std::string minting_inputs_digest(const Vault& vault, const ServiceBinding& service);
 
 // True when the two ranges hold the same addresses (an IPv4 range and its
 // IPv4-mapped IPv6 spelling are one range): two sessions pinned to one range

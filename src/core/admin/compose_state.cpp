@@ -70,7 +70,7 @@ std::shared_ptr<const GatewayState> compose_state(const GatewayState& config_sta
             const auto it = previous->vaults.find(stored.name);
             if (it != previous->vaults.end() && it->second.id == stored.id) before = &it->second;
         }
-        prepare_redaction(vault, warnings, before);
+        prepare_services(vault, warnings, before);
         api_vault_names.emplace(stored.id, stored.name);
         state->vaults.emplace(stored.name, std::move(vault));
     }

@@ -63,7 +63,7 @@ Vault build_vault(const Config& config, std::size_t index, std::vector<std::stri
 
     for (std::size_t i = 0; i < vc.services.size(); ++i)
         vault.services.push_back(ServiceBinding{vc.name + "/" + std::to_string(i), vc.services[i], nullptr});
-    prepare_redaction(vault, &warnings);
+    prepare_services(vault, &warnings);
     return vault;
 }
 
@@ -171,8 +171,9 @@ std::set<std::string> placeholder_collisions(const Vault& vault) {
 
 }  // namespace
 
-void prepare_redaction(Vault& vault, std::vector<std::string>* warnings, const Vault* previous) {
+void prepare_services(Vault& vault, std::vector<std::string>* warnings, const Vault* previous) {
     for (auto& service : vault.services) {
+        if (service.config.auth.is_minted()) service.inputs_digest = minting_inputs_digest(vault, service);
         service.redaction = nullptr;
         if (!service.config.redact_response) continue;
         const auto cred = vault.credentials.find(service.config.auth.primary_credential());

@@ -32,9 +32,4 @@ std::shared_ptr<const MintedCredential> make_minted_credential(const ServiceBind
                                                                Secret token,
                                                                std::chrono::system_clock::time_point refresh_at);
 
-// A digest of everything a minted token depends on: the service's id and
-// auth fields, redact_response, and the values of the credentials it reads.
-// Rotating any of them gives another digest, so the cached token is dropped.
-std::string minting_inputs_digest(const Vault& vault, const ServiceBinding& service);
-
 }  // namespace vaultgate::net

@@ -34,7 +34,7 @@ awaitable<TokenGrant> TokenBroker::token(Runtime& rt, const Binding& binding) {
     const std::string_view vault = binding.vault->name;
     const std::string_view service = binding.service->id;
     std::string key = slot_key(binding);
-    std::string digest = minting_inputs_digest(*binding.vault, *binding.service);
+    const std::string& digest = binding.service->inputs_digest;
     std::shared_ptr<Flight> joined;
     std::shared_ptr<Flight> started;
     std::shared_ptr<asio::steady_timer> timer;
@@ -155,7 +155,7 @@ void TokenBroker::forget_replaced(const GatewayState& state) {
             const std::string_view id = std::string_view(key).substr(cut + 1);
             for (const auto& service : vault->second.services)
                 if (service.id == id && service.config.auth.is_minted())
-                    keep = minting_inputs_digest(vault->second, service) == it->second.digest;
+                    keep = service.inputs_digest == it->second.digest;
         }
         // A fetch under way finishes for its waiters; its result is not kept.
         it = keep ? std::next(it) : slots_.erase(it);

@@ -4,7 +4,7 @@
 // for it, or starts that fetch; the worker threads each run their own
 // io_context, so a waiter on another thread is woken on its own executor and
 // no thread ever blocks. Entries are per service and per digest of the
-// inputs (minting_inputs_digest): a rotated input is a new key, and the old
+// inputs (ServiceBinding::inputs_digest): a rotated input is a new key, and the old
 // token is dropped (wiped once the last request using it ends).
 //
 // After a failed fetch the service backs off: requests within the window are

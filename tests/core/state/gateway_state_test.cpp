@@ -175,7 +175,7 @@ vaults:
 
     Vault again = state->vaults.at("v");
     std::vector<std::string> later;
-    prepare_redaction(again, &later, &state->vaults.at("v"));
+    prepare_services(again, &later, &state->vaults.at("v"));
     EXPECT_TRUE(later.empty());
 }
 
