@@ -62,8 +62,7 @@ CredentialStep aws_signing_step(const RequestPlan& plan);
 // when the client gave no payload hash (`body` keeps it for the exchange).
 // The head's last change: nothing may alter it between this and serialising.
 template <class Front>
-awaitable<Refusal> sign_for_aws(Front& front, Runtime& rt, RequestPlan& plan, const SigningPlan& signing,
-                                WipedBytes& body) {
+awaitable<Refusal> sign_for_aws(Front& front, RequestPlan& plan, const SigningPlan& signing, WipedBytes& body) {
     std::string payload_hash = signing.payload_hash;
     if (signing.hash_body()) {
         if (plan.framing.kind != BodyKind::none) {
@@ -73,9 +72,7 @@ awaitable<Refusal> sign_for_aws(Front& front, Runtime& rt, RequestPlan& plan, co
         }
         payload_hash = sigv4::payload_sha256_hex(body.view());
     }
-    Refusal refused = sign_outgoing(plan, signing.scope, payload_hash, std::chrono::system_clock::now());
-    if (!refused) rt.metrics.injection(plan.binding->vault->name, plan.binding->service->id);
-    co_return refused;
+    co_return sign_outgoing(plan, signing.scope, payload_hash, std::chrono::system_clock::now());
 }
 
 // Overwrites the head's values and target once serialised: they may hold the secret.
@@ -207,7 +204,7 @@ awaitable<bool> serve_request(Front& front, Runtime& rt, std::optional<RequestHe
     if (!refused && step.credential.value)
         refused = apply_credential(plan.outgoing, *step.credential.spec, *step.credential.value);
     else if (!refused && step.signing)
-        refused = co_await sign_for_aws(front, rt, plan, *step.signing, signed_body);
+        refused = co_await sign_for_aws(front, plan, *step.signing, signed_body);
     if (!refused && (step.credential.value || step.signing)) {
         rt.metrics.injection(plan.binding->vault->name, plan.binding->service->id);
         line.credential = auth_type_name(plan.binding->service->config.auth.type);

@@ -55,6 +55,12 @@ TEST_F(Sigv4Test, GetWithUnsortedEncodedQueryIsSignedAndTheClientsFieldsReplaced
     EXPECT_NE(seen_header(v, "x-amz-date")[0], "19990101T000000Z");
     // No session_token configured for this service: the client's is removed, none is added.
     EXPECT_TRUE(seen_header(v, "x-amz-security-token").empty());
+    // One signed request is one injection.
+    const std::string metrics = proxy_->server().metrics().render({});
+    const auto at = metrics.find("vaultgate_injections_total{vault=\"aws\"");
+    ASSERT_NE(at, std::string::npos) << metrics;
+    const std::string line = metrics.substr(at, metrics.find('\n', at) - at);
+    EXPECT_EQ(line.substr(line.rfind(' ') + 1), "1") << line;
 }
 
 TEST_F(Sigv4Test, PostJsonBodyIsHashedByVaultgateAndTheSessionTokenSet) {
