@@ -250,6 +250,14 @@ TEST_F(CheckConfigTest, AGithubAppKeyThatIsNoRsaKeyIsRefused) {
     EXPECT_EQ(r.exit_code, 2) << r.err;
     EXPECT_NE(r.err.find(": vaults[0].services[0].auth: credential BENCH_KEY cannot sign tokens: "), std::string::npos)
         << r.err;
+
+    // The same for a service-account key that is not one.
+    replace("auth: { type: github-app, app_id: \"1\", installation_id: \"2\", private_key: BENCH_KEY }",
+            "auth: { type: jwt-bearer, key: BENCH_KEY, scopes: [s] }");
+    r = check({"--no-bind-check"});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find(": vaults[0].services[0].auth: credential BENCH_KEY cannot sign tokens: "), std::string::npos)
+        << r.err;
 }
 
 }  // namespace

@@ -192,6 +192,30 @@ TEST_F(Sigv4Test, BodyOverSignBodyBytesIsRefusedWith413BeforeAnythingIsSent) {
     EXPECT_EQ(verdicts[0]["body_length"], 1024);
 }
 
+TEST_F(Sigv4Test, ABrokenOrStalledBodyReadForSigningIsRefusedAndNothingIsSent) {
+    start("  idle_timeout: 1s\n");
+    const std::string host = "dynamodb.us-west-2.amazonaws.com";
+    // A chunk size that is no hex number.
+    auto broken = open(host);
+    broken->write("POST / HTTP/1.1\r\nHost: " + authority(host) + "\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nab\r\n");
+    auto r = broken->read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400);
+    EXPECT_NE(r->body.find("bad_chunked_body"), std::string::npos) << r->body;
+
+    // A body that stops arriving: refused once the idle timeout runs out.
+    auto stalled = open(host);
+    stalled->write("POST / HTTP/1.1\r\nHost: " + authority(host) + "\r\nContent-Length: 100\r\n\r\nonly-part");
+    r = stalled->read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 408);
+
+    EXPECT_TRUE(origin_->verdicts().empty()) << "nothing reaches the origin before the body is whole";
+    const std::string access = stop();
+    EXPECT_NE(access.find("\"reason\":\"bad_chunked_body\""), std::string::npos) << access;
+    EXPECT_NE(access.find("\"reason\":\"request_timeout\""), std::string::npos) << access;
+}
+
 TEST_F(Sigv4Test, PresignedStreamingAndAwsChunkedAreRefusedWith400) {
     start();
     const std::string host = "s3.us-east-1.amazonaws.com";
