@@ -120,7 +120,8 @@ void Sigv4Test::start(const std::string& limits) {
       << "admin:\n  token_file: " << dir_.file("admin.token") << "\n"
       << "log:\n  access: " << dir_.file("access.log") << "\n  level: debug\n"
       << "limits:\n"
-      << (limits.find("idle_timeout:") == std::string::npos ? "  idle_timeout: 30s\n" : "") << limits << "vaults:\n  - name: aws\n    credentials:\n"
+      << (limits.find("idle_timeout:") == std::string::npos ? "  idle_timeout: 30s\n" : "") << limits
+      << "vaults:\n  - name: aws\n    credentials:\n"
       << "      AWS_ACCESS_KEY_ID: { file: " << akid << " }\n"
       << "      AWS_SECRET_ACCESS_KEY: { file: " << secret << " }\n"
       << "      AWS_SESSION_TOKEN: { file: " << token << " }\n"
