@@ -11,7 +11,7 @@
 # (default: a temporary directory, left in place when a target fails). Exits
 # non-zero if any target crashed, leaked, timed out or ran out of memory.
 # Extra libFuzzer flags can be given in $FUZZ_FLAGS. FUZZ_BUILD_ONLY=1 builds
-# the targets and runs none.
+# the targets and runs none. $CMAKE_OPTIONS (a word list) goes to cmake.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -31,8 +31,9 @@ fi
 cxx=${CXX_FUZZ:-clang++-14}
 command -v "$cxx" >/dev/null || { echo "fuzz.sh: $cxx not found (apt-get install clang-14 libclang-rt-14-dev)" >&2; exit 2; }
 
+# shellcheck disable=SC2086 # the options are a word list
 cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DVAULTGATE_FUZZ=ON -DVAULTGATE_TESTS=OFF -DCMAKE_CXX_COMPILER="$cxx" >/dev/null
+  -DVAULTGATE_FUZZ=ON -DVAULTGATE_TESTS=OFF -DCMAKE_CXX_COMPILER="$cxx" ${CMAKE_OPTIONS:-} >/dev/null
 # Only the fuzz targets: the network side is not fuzzed and takes long to build.
 ninja -C "$build_dir" "${targets[@]}"
 [ "${FUZZ_BUILD_ONLY:-0}" = 1 ] && exit 0

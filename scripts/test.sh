@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # Builds vaultgate and runs every test (unit and integration) with CTest.
 # SANITIZE=1 builds in build-asan/ with AddressSanitizer + UndefinedBehaviorSanitizer.
+# $CMAKE_OPTIONS (a word list) goes to cmake, e.g. -DVAULTGATE_UNITY_BUILD=ON.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/install-deps.sh"
 if [ "${SANITIZE:-0}" = 1 ]; then
   export BUILD_DIR=${BUILD_DIR:-$root/build-asan}
-  "$root/scripts/build.sh" -DVAULTGATE_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+  # shellcheck disable=SC2086 # the options are a word list
+  "$root/scripts/build.sh" -DVAULTGATE_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug ${CMAKE_OPTIONS:-}
 else
   export BUILD_DIR=${BUILD_DIR:-$root/build}
-  "$root/scripts/build.sh"
+  # shellcheck disable=SC2086 # the options are a word list
+  "$root/scripts/build.sh" ${CMAKE_OPTIONS:-}
 fi
 cd "$BUILD_DIR"
 ctest --output-on-failure --timeout 300 -j2 "$@"
