@@ -18,7 +18,7 @@ ROOT=$(cd "$HERE/.." && pwd)
 usage() {
   cat <<'U'
 usage: bench/run.sh [--duration S] [--runs N] [--scenarios ka,fresh,bytes,idle]
-                    [--idle-conns N] [--vaultgate BIN] [--build-dir DIR]
+                    [--idle-conns N] [--auth TYPE] [--vaultgate BIN] [--build-dir DIR]
                     [--peers auto|yes|no] [--peers-dir DIR] [--profile] [--out DIR] [--keep]
   --duration S   seconds per load run (default 10)
   --runs N       runs per scenario; the tables show medians (default 3)
@@ -27,6 +27,8 @@ usage: bench/run.sh [--duration S] [--runs N] [--scenarios ka,fresh,bytes,idle]
                  bytes = 1 MiB downloads over 8 keep-alive connections
                  idle = fresh proxy, N connections MITM'd, one request each, held 5 s
   --idle-conns N connections held in `idle` (default 1000)
+  --auth TYPE    the bound service's auth: api-key (default), bearer, aws-sigv4 or
+                 oauth2-client-credentials (its token endpoint is nginx on the other host)
   --vaultgate B  use this binary instead of building build-release/vaultgate
   --peers        auto (default): run the shared harness with Squid/mitmproxy when it and
                  one of them are installed and we are root; yes: require it; no: skip
@@ -39,22 +41,47 @@ U
 }
 
 DUR=10 RUNS=3 SCEN=ka,fresh,bytes,idle IDLE=1000 VG="" BUILD="$ROOT/build-release"
-PEERS=auto PEERS_DIR="$ROOT/../shared/peers" OUT="" KEEP=0 PROFILE=0
+PEERS=auto PEERS_DIR="$ROOT/../shared/peers" OUT="" KEEP=0 PROFILE=0 AUTH=api-key
 while [ $# -gt 0 ]; do
   case $1 in
     --duration) DUR=$2; shift;; --runs) RUNS=$2; shift;; --scenarios) SCEN=$2; shift;;
-    --idle-conns) IDLE=$2; shift;; --vaultgate) VG=$2; shift;; --build-dir) BUILD=$2; shift;;
+    --idle-conns) IDLE=$2; shift;; --auth) AUTH=$2; shift;; --vaultgate) VG=$2; shift;; --build-dir) BUILD=$2; shift;;
     --peers) PEERS=$2; shift;; --peers-dir) PEERS_DIR=$2; shift;; --out) OUT=$2; shift;;
     --keep) KEEP=1;; --profile) PROFILE=1;; -h|--help) usage;; *) echo "unknown argument: $1" >&2; usage;;
   esac
   shift
 done
 case $PEERS in auto|yes|no) ;; *) usage;; esac
+case $AUTH in api-key|bearer|aws-sigv4|oauth2-client-credentials) ;; *) usage;; esac
+if [ "$AUTH" != api-key ]; then
+  # The origin checks only x-api-key on its byte files, and the shared harness configures
+  # its own service: both compare api-key alone.
+  [[ ,$SCEN, == *,bytes,* ]] && { echo "--auth $AUTH: scenarios ka, fresh and idle only" >&2; exit 2; }
+  PEERS=no
+fi
 [[ $DUR =~ ^[0-9]+$ && $DUR -ge 1 && $DUR -le 600 ]] || { echo "--duration: 1..600" >&2; exit 2; }
 [[ $RUNS =~ ^[0-9]+$ && $RUNS -ge 1 && $RUNS -le 20 ]] || { echo "--runs: 1..20" >&2; exit 2; }
 [[ $IDLE =~ ^[0-9]+$ && $IDLE -ge 1 && $IDLE -le 5000 ]] || { echo "--idle-conns: 1..5000" >&2; exit 2; }
 
 BOUND=api.bench.test OTHER=other.bench.test SECRET=sk-bench-REAL-secret PLACEHOLDER=placeholder
+KEY_ID=AKIDBENCHEXAMPLE MINTED=minted-bench-token
+# Per auth type: the service's auth, the origin path that echoes what it got, the body
+# it must answer, and the header the client (placeholder) and the direct baseline send.
+case $AUTH in
+  api-key) SERVICE_AUTH="{ type: api-key, header: x-api-key, key: BENCH_KEY }" ECHO_PATH=/echo
+           WANT=$SECRET CLIENT_HDR="x-api-key: $PLACEHOLDER" DIRECT_HDR="x-api-key: $SECRET";;
+  bearer)  SERVICE_AUTH="{ type: bearer, key: BENCH_KEY }" ECHO_PATH=/authorization
+           WANT="Bearer $SECRET" CLIENT_HDR="authorization: Bearer $PLACEHOLDER"
+           DIRECT_HDR="authorization: Bearer $SECRET";;
+  oauth2-client-credentials)
+           SERVICE_AUTH="{ type: oauth2-client-credentials, token_url: \"https://$OTHER:@UP@/token\", client_id: BENCH_ID, client_secret: BENCH_KEY }"
+           ECHO_PATH=/authorization WANT="Bearer $MINTED" CLIENT_HDR="authorization: Bearer $PLACEHOLDER"
+           DIRECT_HDR="authorization: Bearer $MINTED";;
+  aws-sigv4)
+           SERVICE_AUTH="{ type: aws-sigv4, access_key_id: BENCH_ID, secret_access_key: BENCH_KEY, region: us-east-1, service: bench }"
+           ECHO_PATH=/sigv4 WANT=signed CLIENT_HDR="authorization: $PLACEHOLDER"
+           DIRECT_HDR="authorization: AWS4-HMAC-SHA256 Credential=$KEY_ID/20260101/us-east-1/bench/aws4_request, SignedHeaders=host, Signature=$(printf '%064d' 0)";;
+esac
 
 need=()
 for t in nginx openssl cc python3 curl ss; do command -v $t >/dev/null || need+=("$t"); done
@@ -121,6 +148,11 @@ worker_rlimit_nofile 16384;
 pid $W/nginx.pid;
 events { worker_connections 8192; }
 http {
+  # aws-sigv4: "signed" when the Authorization has the shape vaultgate signs with.
+  map \$http_authorization \$sigv4_shape {
+    "~^AWS4-HMAC-SHA256 Credential=$KEY_ID/[0-9]{8}/us-east-1/bench/aws4_request, SignedHeaders=[a-z0-9;-]+, Signature=[0-9a-f]{64}\$" signed;
+    default unsigned;
+  }
   access_log off; keepalive_timeout 300s; keepalive_requests 1000000; sendfile on;
   server {
     listen 127.0.0.1:$UP ssl; listen 127.0.0.2:$UP ssl;
@@ -128,6 +160,12 @@ http {
     ssl_certificate $W/upstream.crt; ssl_certificate_key $W/upstream.key;
     default_type text/plain;
     location = /echo { return 200 "\$http_x_api_key\n"; }
+    location = /authorization { return 200 "\$http_authorization\n"; }
+    location = /sigv4 { return 200 "\$sigv4_shape\n"; }
+    location = /token {
+      default_type application/json;
+      return 200 '{"access_token":"$MINTED","token_type":"Bearer","expires_in":3600}';
+    }
     location = /sni  { return 200 "\$server_addr \$ssl_server_name \$http_x_api_key\n"; }
     $( [ -f $ECHO_MOD ] && echo 'location = /headers { echo -n $echo_client_request_headers; }' )
     location /bytes/ {
@@ -176,10 +214,11 @@ vaults:
   - name: bench
     credentials:
       BENCH_KEY: { env: BENCH_SECRET }
+      BENCH_ID: { env: BENCH_ID }
     services:
       - host: $BOUND
         port: $UP
-        auth: { type: api-key, header: x-api-key, key: BENCH_KEY }
+        auth: ${SERVICE_AUTH//@UP@/$UP}
 sessions:
   default: { vaults: [bench], egress_policy: bench }
 egress_policies:
@@ -187,11 +226,11 @@ egress_policies:
     allow_https: true
     allowed_domains: ["$BOUND:$UP", "$OTHER:$UP"]
 YAML
-"$VG" check-config --config "$W/vg/vaultgate.yaml"
+BENCH_SECRET=$SECRET BENCH_ID=$KEY_ID "$VG" check-config --config "$W/vg/vaultgate.yaml"
 start_vg() {
   stop_pg "$VG_PG"
   : > "$W/vg/access.log"
-  BENCH_SECRET=$SECRET setsid "$VG" serve --config "$W/vg/vaultgate.yaml" >> "$W/vg/serve.log" 2>&1 &
+  BENCH_SECRET=$SECRET BENCH_ID=$KEY_ID setsid "$VG" serve --config "$W/vg/vaultgate.yaml" >> "$W/vg/serve.log" 2>&1 &
   VG_PG=$!
   wait_port "$VP" "$VG_PG" vaultgate "$W/vg/serve.log"
 }
@@ -208,11 +247,11 @@ expect() {  # expect NAME GOT WANT
   if [ "$2" = "$3" ]; then printf '  ok    %-52s %s\n' "$1" "$2"
   else printf '  FAIL  %-52s got %q, want %q\n' "$1" "$2" "$3"; fails=$((fails + 1)); fi
 }
-echo "checks (vaultgate at 127.0.0.1:$VP, nginx at 127.0.0.1:$UP):"
-expect "bound host: placeholder replaced by the secret" \
-  "$(via $BOUND /echo -H "x-api-key: $PLACEHOLDER")" "$SECRET"
-expect "bound host: secret added when the client sent none" "$(via $BOUND /echo)" "$SECRET"
-if [ -f $ECHO_MOD ]; then
+echo "checks (vaultgate at 127.0.0.1:$VP, nginx at 127.0.0.1:$UP, auth $AUTH):"
+expect "bound host: placeholder replaced by the credential" \
+  "$(via $BOUND "$ECHO_PATH" -H "$CLIENT_HDR")" "$WANT"
+[ "$AUTH" = api-key ] && expect "bound host: secret added when the client sent none" "$(via $BOUND /echo)" "$SECRET"
+if [ -f $ECHO_MOD ] && [ "$AUTH" = api-key ]; then
   expect "bound host: exactly one x-api-key reaches the origin" \
     "$(via $BOUND /headers -H "x-api-key: $PLACEHOLDER" -H "X-Api-Key: b" -H "X_Api_Key: c" |
        grep -ciE '^x[-_]api[-_]key:' || true)" 1
@@ -239,11 +278,11 @@ PROFILING=0
 one() {  # one SYSTEM SCENARIO RUN
   local s=$1 sc=$2 r=$3 c0=0 c1=0 rss0=0 rss=0 held=0 args
   if [ "$s" = direct ]; then
-    args=(--cacert "$W/upstream-ca.crt" --resolve "$BOUND:$UP:127.0.0.1" --header "x-api-key: $SECRET")
+    args=(--cacert "$W/upstream-ca.crt" --resolve "$BOUND:$UP:127.0.0.1" --header "$DIRECT_HDR")
   else
-    args=(--cacert "$W/client-trust.pem" --proxy "http://127.0.0.1:$VP" --header "x-api-key: $PLACEHOLDER")
+    args=(--cacert "$W/client-trust.pem" --proxy "http://127.0.0.1:$VP" --header "$CLIENT_HDR")
   fi
-  local echo=(--url "https://$BOUND:$UP/echo" --expect "$SECRET")
+  local echo=(--url "https://$BOUND:$UP$ECHO_PATH" --expect "$WANT")
   case $sc in
     ka)    args+=("${echo[@]}" --connections 32 --duration "$DUR");;
     fresh) args+=("${echo[@]}" --connections 8 --duration "$DUR" --fresh);;
@@ -295,6 +334,10 @@ for r in $(seq 1 "$RUNS"); do
     for s in $order; do one "$s" "$sc" "$r"; sleep 1; done
   done
 done
+if [ "$AUTH" = oauth2-client-credentials ]; then
+  echo "minted tokens in the last run (one fetch per expiry): $(curl -sS --max-time 5 \
+    --unix-socket "$W/vg/admin.sock" http://vaultgate/metrics | grep -E '^vaultgate_token_(fetches|cache_hits)_total' | tr '\n' ' ')"
+fi
 echo
 echo "vaultgate vs direct (medians of $RUNS run(s); absolute numbers are noisy, compare ratios):"
 python3 "$HERE/report.py" "$RES"

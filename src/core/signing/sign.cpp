@@ -9,8 +9,9 @@
 #include "vaultgate/util/encoding.hpp"
 #include "vaultgate/util/wiped_bytes.hpp"
 
+#include <openssl/core_names.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
+#include <openssl/params.h>
 
 #include <ctime>
 #include <stdexcept>
@@ -21,13 +22,44 @@ namespace {
 
 constexpr std::string_view algorithm = "AWS4-HMAC-SHA256";
 
-// HMAC-SHA256 of `data` under `key` into `out` (32 bytes).
+// HMAC-SHA256 of `data` under `key` into `out` (32 bytes). The one-shot HMAC()
+// looks the algorithm up again on every call; a signature takes five, so each
+// thread keeps one fetched context and only re-keys it.
+class ThreadHmac {
+public:
+    ThreadHmac() {
+        EVP_MAC* mac = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
+        if (mac != nullptr) {
+            ctx_ = EVP_MAC_CTX_new(mac);
+            EVP_MAC_free(mac);  // the context holds its own reference
+        }
+        char digest[] = "SHA256";
+        const OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
+                                     OSSL_PARAM_construct_end()};
+        if (ctx_ != nullptr && EVP_MAC_CTX_set_params(ctx_, params) != 1) {
+            EVP_MAC_CTX_free(ctx_);
+            ctx_ = nullptr;
+        }
+    }
+    ~ThreadHmac() { EVP_MAC_CTX_free(ctx_); }
+    ThreadHmac(const ThreadHmac&) = delete;
+    ThreadHmac& operator=(const ThreadHmac&) = delete;
+
+    void compute(const unsigned char* key, std::size_t key_len, std::string_view data, DerivedKey& out) {
+        std::size_t len = 0;
+        if (ctx_ == nullptr || EVP_MAC_init(ctx_, key, key_len, nullptr) != 1 ||
+            EVP_MAC_update(ctx_, reinterpret_cast<const unsigned char*>(data.data()), data.size()) != 1 ||
+            EVP_MAC_final(ctx_, out.bytes.data(), &len, out.bytes.size()) != 1 || len != out.bytes.size())
+            throw CryptoError("HMAC-SHA256 failed");
+    }
+
+private:
+    EVP_MAC_CTX* ctx_ = nullptr;
+};
+
 void hmac_sha256(const unsigned char* key, std::size_t key_len, std::string_view data, DerivedKey& out) {
-    unsigned int len = 0;
-    if (HMAC(EVP_sha256(), key, static_cast<int>(key_len), reinterpret_cast<const unsigned char*>(data.data()),
-             data.size(), out.bytes.data(), &len) == nullptr ||
-        len != out.bytes.size())
-        throw CryptoError("HMAC-SHA256 failed");
+    thread_local ThreadHmac hmac;
+    hmac.compute(key, key_len, data, out);
 }
 
 bool is_amz_date(std::string_view d) {
