@@ -64,7 +64,7 @@ std::shared_ptr<const GatewayState> compose_state(const GatewayState& config_sta
         vault.from_config = false;
         for (const auto& c : stored.credentials)
             if (!c.value.empty()) vault.credentials.emplace(c.name, c.value);
-        for (const auto& s : stored.services) vault.services.push_back(ServiceBinding{s.id, s.config, nullptr});
+        for (const auto& s : stored.services) vault.services.push_back(ServiceBinding{s.id, s.config, nullptr, {}});
         const Vault* before = nullptr;
         if (previous) {
             const auto it = previous->vaults.find(stored.name);
