@@ -225,7 +225,7 @@ TEST_F(ReplicasTest, AnOutageLeavesTheSnapshotInForceAndTheReplicasCatchUp) {
     auto refused = api(a, "PUT", "/v1/vaults/" + vault + "/credentials/KEY", {{"value", secret_b}});
     EXPECT_EQ(refused.status, 503) << refused.body;
     EXPECT_NE(refused.body.find("store_unavailable"), std::string::npos) << refused.body;
-    EXPECT_TRUE(eventually([&] { return api(b, "GET", "/readyz").body.find("degraded") != std::string::npos; }, 15000));
+    EXPECT_TRUE(eventually([&] { return api(b, "GET", "/readyz").body.find("degraded") != std::string::npos; }, 30000));
     EXPECT_EQ(api(b, "GET", "/healthz").status, 200);
     EXPECT_EQ(secret_seen_through(b, session), secret_a);
     EXPECT_EQ(api(b, "GET", "/v1/vaults/" + vault).status, 200);
@@ -236,10 +236,10 @@ TEST_F(ReplicasTest, AnOutageLeavesTheSnapshotInForceAndTheReplicasCatchUp) {
         [&] {
             return api(a, "PUT", "/v1/vaults/" + vault + "/credentials/KEY", {{"value", secret_b}}).status == 200;
         },
-        15000));
-    EXPECT_TRUE(eventually([&] { return secret_seen_through(b, session) == secret_b; }, 15000));
+        30000));
+    EXPECT_TRUE(eventually([&] { return secret_seen_through(b, session) == secret_b; }, 30000));
     EXPECT_TRUE(
-        eventually([&] { return api(b, "GET", "/readyz").body.find("\"ready\"") != std::string::npos; }, 15000));
+        eventually([&] { return api(b, "GET", "/readyz").body.find("\"ready\"") != std::string::npos; }, 30000));
 }
 
 TEST_F(ReplicasTest, AReplicaWithoutItsDatabaseAtStartExitsWithAClearError) {
