@@ -82,6 +82,20 @@ protected:
         return {id, json::parse(session.body)};
     }
 
+    struct TwoReplicas {
+        ServeProcess& a;
+        ServeProcess& b;
+        std::string vault;
+        json session;
+    };
+    // Replicas A and B, and a vault and session made through A.
+    TwoReplicas two_replicas_with_a_session() {
+        auto& a = start_replica();
+        auto& b = start_replica();
+        auto made = make_vault_and_session(a);
+        return {a, b, made.first, made.second};
+    }
+
     static std::string proxy_auth(const json& session) {
         const std::string pair = session["id"].get<std::string>() + ":" + session["token"].get<std::string>();
         return "Proxy-Authorization: Basic " + base64_encode(pair, Base64Alphabet::standard, true) + "\r\n";
@@ -153,11 +167,10 @@ TEST_F(ReplicasTest, AChangeThroughOneReplicaIsInForceOnTheOthers) {
 }
 
 TEST_F(ReplicasTest, ConcurrentRotationsThroughTwoReplicasLoseNothing) {
-    auto& a = start_replica();
-    auto& b = start_replica();
-    const auto made = make_vault_and_session(a);
-    const std::string vault = made.first;
-    const json session = made.second;
+    const auto two = two_replicas_with_a_session();
+    auto &a = two.a, &b = two.b;
+    const std::string& vault = two.vault;
+    const json& session = two.session;
     ASSERT_TRUE(eventually([&] { return api(b, "GET", "/v1/vaults/" + vault).status == 200; }, 5000));
     std::atomic<int> accepted{0}, conflicts{0}, other{0};
     auto rotate_many = [&](ServeProcess& r) {
@@ -181,11 +194,10 @@ TEST_F(ReplicasTest, ConcurrentRotationsThroughTwoReplicasLoseNothing) {
 }
 
 TEST_F(ReplicasTest, NinetyNinthPercentileOfPropagationOverAHundredChangesIsUnderASecond) {
-    auto& a = start_replica();
-    auto& b = start_replica();
-    const auto made = make_vault_and_session(a);
-    const std::string vault = made.first;
-    const json session = made.second;
+    const auto two = two_replicas_with_a_session();
+    auto &a = two.a, &b = two.b;
+    const std::string& vault = two.vault;
+    const json& session = two.session;
     ASSERT_TRUE(eventually([&] { return api(b, "GET", "/v1/vaults/" + vault).status == 200; }, 5000));
     std::vector<double> delays;
     for (int i = 0; i < 100; ++i) {
@@ -209,11 +221,10 @@ TEST_F(ReplicasTest, NinetyNinthPercentileOfPropagationOverAHundredChangesIsUnde
 }
 
 TEST_F(ReplicasTest, AnOutageLeavesTheSnapshotInForceAndTheReplicasCatchUp) {
-    auto& a = start_replica();
-    auto& b = start_replica();
-    const auto made = make_vault_and_session(a);
-    const std::string vault = made.first;
-    const json session = made.second;
+    const auto two = two_replicas_with_a_session();
+    auto &a = two.a, &b = two.b;
+    const std::string& vault = two.vault;
+    const json& session = two.session;
     ASSERT_TRUE(eventually([&] { return secret_seen_through(b, session) == secret_a; }, 5000));
     // No token needed, as for /healthz.
     const auto ready = admin_request(a.admin_port(), "GET", "/readyz", "");
