@@ -6,7 +6,8 @@
 # mem uses util only and is used from net/io up. Layers in braces are
 # siblings: neither includes the other. signing (AWS SigV4) uses http and
 # crypto, minting (the pure steps of minted tokens) uses crypto; both are
-# used from state up.
+# used from state up. pgstore (the PostgreSQL store, libpq) uses vault and is
+# used from app up.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,7 +26,8 @@ declare -A uses=(
   [net/mint]="net/upstream"
   [net/proxy]="net/mint"
   [net/admin]="net/proxy"
-  [app]="net/admin"
+  [pgstore]="vault"
+  [app]="net/admin pgstore"
   [cli]="app"
 )
 

@@ -28,6 +28,8 @@ _vaultgate() {
             " logs") path="$path $word" ;;
             " bootstrap") path="$path $word" ;;
             " explain") path="$path $word" ;;
+            " store") path="$path $word" ;;
+            " store migrate") path="$path $word" ;;
             " version") path="$path $word" ;;
             " help") path="$path $word" ;;
             " completion") path="$path $word" ;;
@@ -35,7 +37,7 @@ _vaultgate() {
         esac
     done
     case "$path" in
-        "") words="serve check-config ca vault session logs bootstrap explain version help completion --help -h --version"; values="--help -h --version" ;;
+        "") words="serve check-config ca vault session logs bootstrap explain store version help completion --help -h --version"; values="--help -h --version" ;;
         " serve") words="--help -h --config --allow-rollback"; values="--help -h --config --allow-rollback" ;;
         " check-config") words="--help -h --config --no-bind-check"; values="--help -h --config --no-bind-check" ;;
         " ca") words="init --help -h"; values="--help -h" ;;
@@ -58,6 +60,8 @@ _vaultgate() {
         " logs") words="--help -h --admin --token-file --config --output -o --json --vault --session --limit --follow"; values="--help -h --admin --token-file --config --output -o --json --vault --session --limit --follow" ;;
         " bootstrap") words="--help -h --admin --token-file --config --vault --format --secret --out-dir --ttl --cleanup"; values="--help -h --admin --token-file --config --vault --format --secret --out-dir --ttl --cleanup" ;;
         " explain") words="--help -h --session --method --admin --token-file --config --output -o --json"; values="--help -h --session --method --admin --token-file --config --output -o --json" ;;
+        " store") words="migrate --help -h"; values="--help -h" ;;
+        " store migrate") words="--help -h --from --to --master-key-file"; values="--help -h --from --to --master-key-file" ;;
         " version") words="--help -h"; values="--help -h" ;;
         " help") words="--help -h"; values="--help -h" ;;
         " completion") words="bash --help -h"; values="--help -h" ;;

@@ -3,6 +3,7 @@
 #include "vaultgate/app/gateway.hpp"
 
 #include "reload.hpp"
+#include "store_setup.hpp"
 
 #include "vaultgate/admin/admin_api.hpp"
 #include "vaultgate/app/preflight.hpp"
@@ -190,9 +191,9 @@ int run_gateway(const GatewayOptions& gateway) {
 
     // The store: a wrong master key or a damaged file stops the start here.
     auto master_key = load_master_key(config->store_master_key_file);
-    // An older copy of the store put back is refused unless --allow-rollback.
-    auto store = guard_against_rollback(open_file_store(config->store_path, master_key),
-                                        generation_record_path(config->store_path), gateway.allow_rollback);
+    // An older copy of the store put back is refused unless --allow-rollback;
+    // a database store is migrated to this version's schema.
+    auto store = open_configured_store(*config, master_key, gateway.allow_rollback);
 
     // Signals are taken synchronously by this thread; worker threads inherit the mask.
     sigset_t signals;
@@ -230,6 +231,8 @@ int run_gateway(const GatewayOptions& gateway) {
         return 2;
     }
     server->start();
+    // Other replicas' changes, from now on and what came since load().
+    const auto follower = follow_store_changes(*config, *api);
     sd_notify_state("READY=1\nSTATUS=serving");
 
     TrimSchedule trim;

@@ -70,9 +70,12 @@ void check_upstream_ca(const Config& config, Findings& out) {
 
 void check_store(const Config& config, Findings& out) {
     // A first start creates the store; one that is there must be readable.
-    auto why = unwritable_directory(directory_of(config.store_path));
-    if (!why && exists(config.store_path)) why = unreadable(config.store_path, true);
-    if (why) add(out, "store.path", *why);
+    // A database store is reached at start, not checked here.
+    if (!config.store_url) {
+        auto why = unwritable_directory(directory_of(config.store_path));
+        if (!why && exists(config.store_path)) why = unreadable(config.store_path, true);
+        if (why) add(out, "store.path", *why);
+    }
     if (!config.store_master_key_file) return;
     const auto& key_file = *config.store_master_key_file;
     const auto before = out.size();

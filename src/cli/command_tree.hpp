@@ -19,6 +19,7 @@ void add_session_commands(CLI::App& root, CommandRun& run);
 void add_logs_command(CLI::App& root, CommandRun& run);
 void add_bootstrap_command(CLI::App& root, CommandRun& run);
 void add_explain_command(CLI::App& root, CommandRun& run);
+void add_store_command(CLI::App& root, CommandRun& run);  // store migrate
 // `completion bash`: the script is read from the finished tree.
 void add_completion_command(CLI::App& root, CommandRun& run);
 

@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
     add_logs_command(root, run);
     add_bootstrap_command(root, run);
     add_explain_command(root, run);
+    add_store_command(root, run);
     root.add_subcommand("version", "Print the version and exit")->callback([&run] {
         run = [] {
             std::printf("vaultgate %s\n", VAULTGATE_VERSION);

@@ -51,6 +51,11 @@ public:
     // on_session_closed for each and returns their ids.
     std::vector<std::string> expire_sessions(std::chrono::system_clock::time_point now);
 
+    // A shared store: reads what other replicas changed and publishes it;
+    // calls on_session_closed for each session that went and returns their
+    // ids. Throws StoreUnavailable (the last snapshot stays in force).
+    std::vector<std::string> refresh();
+
     // SIGHUP: replaces the config's vaults, sessions and policies and re-reads
     // their credential values; the API's data is kept. Throws ConfigError, and
     // keeps the running config, when the new one cannot be built or one of its

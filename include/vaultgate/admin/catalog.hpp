@@ -12,6 +12,7 @@
 #include "vaultgate/state/store.hpp"
 #include "vaultgate/util/secret.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -67,6 +68,14 @@ public:
     void reload(Config config, std::shared_ptr<const GatewayState> config_state);
     // Drops the sessions expired by `now`, publishes, and returns their ids.
     std::vector<std::string> expire(std::chrono::system_clock::time_point now);
+    // Reads what other replicas changed in a shared store (VaultStore::refresh)
+    // and publishes when something did (returns true then). Throws
+    // StoreUnavailable.
+    bool refresh();
+    // The sessions that refresh() found deleted since the last call, whose
+    // connections are to be closed.
+    std::vector<std::string> take_gone_sessions();
+    bool store_available() const { return store_->available(); }
 
     bool loaded() const { return loaded_; }
     const Config& config() const { return config_; }
@@ -106,7 +115,7 @@ public:
     std::string remove_session(std::string_view id);
 
 private:
-    void commit(StoreData next);
+    void commit(StoreData next, const StoreChange& change);
     void publish(std::chrono::system_clock::time_point now);
     void refuse_source_overlap(const StoredSession& session) const;
     void refuse_binding_ties(const StoreData& next, const std::function<bool(const Session&)>& affected) const;
@@ -116,9 +125,10 @@ private:
     Secret master_key_;
     Publish publish_;
     std::shared_ptr<const GatewayState> published_;  // the last state handed to publish_
-    bool loaded_ = false;
+    std::atomic<bool> loaded_ = false;  // read by /readyz without the API's lock
     StoreData data_;
     std::shared_ptr<const GatewayState> config_state_;  // the config's vaults and sessions, values read
+    std::vector<std::string> gone_sessions_;
     std::int64_t config_loaded_ms_ = 0;
 };
 

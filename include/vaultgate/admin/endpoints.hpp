@@ -33,7 +33,8 @@ struct EndpointContext {
     std::function<MetricsExtras()> metrics_extras;
 };
 
-// GET /healthz and GET /metrics: served without the lock, before the store loads.
+// GET /healthz, GET /readyz and GET /metrics: served without the lock, before
+// the store loads.
 void add_open_routes(Router& router, const EndpointContext* context);
 // /v1/vaults and everything under it.
 void add_vault_routes(Router& router, const EndpointContext* context);

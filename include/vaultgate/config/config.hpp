@@ -117,6 +117,7 @@ struct Config {
     std::map<std::string, std::string> upstream_resolve;  // normalised host -> IP literal
 
     std::string store_path = "vaultgate.db";
+    std::optional<std::string> store_url;  // a shared PostgreSQL store instead of the file
     std::optional<std::string> store_master_key_file;
 
     std::optional<std::string> admin_token_file;
@@ -134,6 +135,10 @@ struct Config {
 Config parse_config(const std::string& yaml_text, const std::string& source_name);
 // Reads and parses a file. Throws ConfigError (also for an unreadable file).
 Config load_config_file(const std::string& path);
+
+// Why `url` cannot name the shared store (not a postgresql:// URL, or a
+// password in it, which belongs in PGPASSFILE); nullopt when it can.
+std::optional<std::string> store_url_problem(std::string_view url);
 
 // "10s", "250ms", "2m", "1h" -> milliseconds; nullopt if malformed.
 std::optional<std::chrono::milliseconds> parse_duration(std::string_view text);

@@ -20,6 +20,21 @@ public:
     using std::runtime_error::runtime_error;  // the message names the store's path
 };
 
+// The store cannot be reached now (a database that is down); the data in
+// memory stays as it was and a later call may succeed.
+class StoreUnavailable : public StoreError {
+public:
+    using StoreError::StoreError;
+};
+
+// Another writer changed the same thing first (a shared store): `code` is the
+// admin API's error code (e.g. "version_conflict"), the message names no value.
+class StoreConflict : public StoreError {
+public:
+    StoreConflict(std::string code, const std::string& message) : StoreError(message), code(std::move(code)) {}
+    std::string code;
+};
+
 struct StoredCredential {
     std::string name;
     Secret value;
@@ -59,8 +74,31 @@ struct StoreData {
     std::uint64_t generation = 0;
 };
 
-// Where the data lives. One implementation today (an encrypted file); the
-// interface leaves room for a backend shared by several replicas.
+// One change the admin API makes, named by its keys; the values are in the
+// data handed to VaultStore::apply beside it.
+struct StoreChange {
+    enum class Kind {
+        add_vault,
+        remove_vault,
+        add_credential,
+        rotate_credential,  // compare-and-set: `expected_version` is the version replaced
+        remove_credential,
+        add_service,
+        remove_service,
+        add_session,
+        remove_sessions,  // `keys`: the session ids (deleted or expired)
+    };
+    StoreChange(Kind kind, std::string vault_id = {}, std::string key = {})
+        : kind(kind), vault_id(std::move(vault_id)), key(std::move(key)) {}
+    Kind kind;
+    std::string vault_id;
+    std::string key;  // the credential's name, the service's id, the session's id
+    std::vector<std::string> keys;
+    std::uint64_t expected_version = 0;
+};
+
+// Where the data lives: an encrypted file (vault/store.hpp) or a database
+// shared by several replicas (pgstore/pg_store.hpp).
 class VaultStore {
 public:
     virtual ~VaultStore() = default;
@@ -70,6 +108,22 @@ public:
     // Replaces the saved data as a whole: after a crash, load() sees either the
     // old or the new data, never a mix. Throws StoreError.
     virtual void save(const StoreData& data) = 0;
+    // Saves one change; `next` is the whole data after it, its generation one
+    // above the data it was made from. Returns the generation the store has
+    // now: above next.generation when another writer changed the store in
+    // between (call refresh() to catch up). Throws StoreError,
+    // StoreUnavailable, StoreConflict. A file has one writer and saves `next`
+    // whole.
+    virtual std::uint64_t apply(const StoreChange& change, const StoreData& next) {
+        save(next);
+        return next.generation;
+    }
+    // Brings `data` up to the store's current state (changes made by other
+    // writers since data.generation). Returns false when nothing changed.
+    // Throws StoreUnavailable.
+    virtual bool refresh(StoreData& data) { return false; }
+    // False while the store cannot be reached (what /readyz reports).
+    virtual bool available() const { return true; }
     // For messages: "encrypted file store /var/lib/vaultgate/vaultgate.db".
     virtual std::string describe() const = 0;
 };

@@ -65,7 +65,15 @@ public:
 
     std::vector<std::string> expire(std::chrono::system_clock::time_point now) {
         std::lock_guard lock(mutex_);
-        return catalog_.expire(now);
+        auto ids = catalog_.expire(now);
+        for (auto& id : catalog_.take_gone_sessions()) ids.push_back(std::move(id));
+        return ids;
+    }
+
+    std::vector<std::string> refresh() {
+        std::lock_guard lock(mutex_);
+        catalog_.refresh();
+        return catalog_.take_gone_sessions();
     }
 
     AdminResponse handle(const AdminRequest& req, std::vector<std::string>& closed) {
@@ -96,6 +104,14 @@ private:
         std::lock_guard lock(mutex_);
         // Before the store is loaded, a write would replace it with empty data.
         if (!catalog_.loaded()) fail(503, "not_ready", "the store is not loaded yet");
+        // Sessions another replica deleted, found while this request re-read the store.
+        struct TakeGone {
+            Catalog& catalog;
+            std::vector<std::string>& closed;
+            ~TakeGone() {
+                for (auto& id : catalog.take_gone_sessions()) closed.push_back(std::move(id));
+            }
+        } take_gone{catalog_, closed};
         return store_routes_.route(req, *segments, closed);
     }
 
@@ -128,6 +144,12 @@ std::vector<std::string> AdminApi::expire_sessions(std::chrono::system_clock::ti
     auto expired = impl_->expire(now);
     notify_closed(on_session_closed, expired);
     return expired;
+}
+
+std::vector<std::string> AdminApi::refresh() {
+    auto gone = impl_->refresh();
+    notify_closed(on_session_closed, gone);
+    return gone;
 }
 
 void AdminApi::reload_config(Config config) { impl_->reload(std::move(config)); }

@@ -92,16 +92,32 @@ std::vector<std::string> Catalog::expire(sys_clock::time_point now) {
     StoreData next = data_;
     std::erase_if(next.sessions, [&](const StoredSession& s) { return s.expires_at_ms <= now_ms; });
     next.generation = data_.generation + 1;
+    StoreChange change{StoreChange::Kind::remove_sessions};
+    change.keys = expired;
+    std::uint64_t stored = next.generation;
     try {
-        store_->save(next);
+        stored = store_->apply(change, next);
+    } catch (const StoreUnavailable&) {
+        // A shared store that is down: another replica, or this one once it
+        // is back, deletes them; the version stays the one read last.
+        stored = next.generation = data_.generation;
     } catch (const StoreError& e) {
         // The sessions are over either way: compose_state leaves expired
         // sessions out, also after a restart, and the next successful save
         // drops them from the file.
         log_error(std::string("admin API: expired sessions stay in the store until the next save: ") + e.what());
     }
+    // Another writer in between, or the sessions already gone from a shared
+    // store: the version stays the one read last, and the store is read again.
+    if (stored != next.generation) next.generation = data_.generation;
     data_ = std::move(next);
     publish(now);
+    if (stored != data_.generation) {
+        try {
+            refresh();
+        } catch (const StoreError&) {
+        }
+    }
     return expired;
 }
 
@@ -156,8 +172,9 @@ void Catalog::remove_vault(std::size_t vault) {
                  "); delete them or wait until they expire");
 
     StoreData next = data_;
+    StoreChange change{StoreChange::Kind::remove_vault, doomed.id};
     next.vaults.erase(next.vaults.begin() + static_cast<std::ptrdiff_t>(vault));
-    commit(std::move(next));
+    commit(std::move(next), change);
 }
 
 StoredVault Catalog::add_vault(std::string name) {
@@ -172,7 +189,7 @@ StoredVault Catalog::add_vault(std::string name) {
     vault.name = std::move(name);
     vault.created_at_ms = to_ms(sys_clock::now());
     next.vaults.push_back(vault);
-    commit(std::move(next));
+    commit(std::move(next), {StoreChange::Kind::add_vault, vault.id});
     return vault;
 }
 
@@ -186,19 +203,22 @@ void Catalog::add_credential(std::size_t vault, std::string name, Secret value) 
     credential.value = std::move(value);
     credential.version = 1;
     credential.updated_at_ms = to_ms(sys_clock::now());
+    StoreChange change{StoreChange::Kind::add_credential, next.vaults[vault].id, credential.name};
     next.vaults[vault].credentials.push_back(std::move(credential));
-    commit(std::move(next));
+    commit(std::move(next), change);
 }
 
 std::uint64_t Catalog::rotate_credential(std::size_t vault, std::size_t credential, Secret value) {
     StoreData next = data_;
     StoredCredential& c = next.vaults[vault].credentials[credential];
+    StoreChange change{StoreChange::Kind::rotate_credential, next.vaults[vault].id, c.name};
+    change.expected_version = c.version;
     c.value = std::move(value);
     c.version += 1;
     c.updated_at_ms = to_ms(sys_clock::now());
     const std::uint64_t version = c.version;
     // Saved and published before the answer: the next proxied request uses the new value.
-    commit(std::move(next));
+    commit(std::move(next), change);
     return version;
 }
 
@@ -215,7 +235,7 @@ void Catalog::remove_credential(std::size_t vault, std::string_view name) {
     StoreData next = data_;
     auto& credentials = next.vaults[vault].credentials;
     credentials.erase(credentials.begin() + static_cast<std::ptrdiff_t>(ci));
-    commit(std::move(next));
+    commit(std::move(next), {StoreChange::Kind::remove_credential, data_.vaults[vault].id, std::string(name)});
 }
 
 StoredService Catalog::add_service(std::size_t vault, ServiceConfig config) {
@@ -244,7 +264,7 @@ StoredService Catalog::add_service(std::size_t vault, ServiceConfig config) {
     refuse_binding_ties(next, [&](const Session& s) {
         return std::find(s.vault_names.begin(), s.vault_names.end(), vault_name) != s.vault_names.end();
     });
-    commit(std::move(next));
+    commit(std::move(next), {StoreChange::Kind::add_service, data_.vaults[vault].id, service.id});
     return service;
 }
 
@@ -255,7 +275,7 @@ void Catalog::remove_service(std::size_t vault, std::string_view service_id) {
         std::find_if(services.begin(), services.end(), [&](const StoredService& s) { return s.id == service_id; });
     if (it == services.end()) fail(404, "service_not_found", "the vault has no service with this id");
     services.erase(it);
-    commit(std::move(next));
+    commit(std::move(next), {StoreChange::Kind::remove_service, data_.vaults[vault].id, std::string(service_id)});
 }
 
 void Catalog::add_session(const StoredSession& session) {
@@ -263,7 +283,7 @@ void Catalog::add_session(const StoredSession& session) {
     StoreData next = data_;
     next.sessions.push_back(session);
     refuse_binding_ties(next, [&](const Session& s) { return s.id == session.id; });
-    commit(std::move(next));
+    commit(std::move(next), {StoreChange::Kind::add_session, {}, session.id});
 }
 
 std::string Catalog::remove_session(std::string_view id) {
@@ -277,7 +297,9 @@ std::string Catalog::remove_session(std::string_view id) {
     }
     std::string session_id = it->id;
     next.sessions.erase(it);
-    commit(std::move(next));
+    StoreChange change{StoreChange::Kind::remove_sessions};
+    change.keys = {session_id};
+    commit(std::move(next), change);
     return session_id;
 }
 
@@ -308,18 +330,60 @@ void Catalog::refuse_binding_ties(const StoreData& next, const std::function<boo
     }
 }
 
-// Saves `next` as a whole, then makes it current and publishes it. A failed
-// save changes nothing in memory, so memory and disk never disagree.
-void Catalog::commit(StoreData next) {
+// Saves `change` (`next` is the data after it), then makes it current and
+// publishes it. A failed save changes nothing in memory, so memory and store
+// never disagree. When another replica wrote in between, the store is read
+// again instead, which brings both changes.
+void Catalog::commit(StoreData next, const StoreChange& change) {
     next.generation = data_.generation + 1;
+    std::uint64_t stored = 0;
     try {
-        store_->save(next);
+        stored = store_->apply(change, next);
+    } catch (const StoreUnavailable& e) {
+        log_error(std::string("admin API: change not saved: ") + e.what());
+        fail(503, "store_unavailable", "the store cannot be reached; nothing was changed, try again later");
+    } catch (const StoreConflict& e) {
+        // The other writer's change is read now, so that a retry sees it.
+        try {
+            refresh();
+        } catch (const StoreError&) {
+        }
+        fail(409, e.code, e.what());
     } catch (const StoreError& e) {
         log_error(std::string("admin API: change not saved: ") + e.what());
         fail(500, "store_write_failed", "the change could not be saved; nothing was changed");
     }
+    if (stored == next.generation) {
+        data_ = std::move(next);
+        publish(sys_clock::now());
+        return;
+    }
+    try {
+        refresh();
+    } catch (const StoreError& e) {
+        // Saved, but not read back: the periodic re-read brings it.
+        log_warn(std::string("admin API: change saved, re-reading the store failed: ") + e.what());
+    }
+}
+
+bool Catalog::refresh() {
+    if (!loaded_) return false;
+    StoreData next = data_;
+    if (!store_->refresh(next)) return false;
+    for (const auto& s : data_.sessions) {
+        const bool kept = std::any_of(next.sessions.begin(), next.sessions.end(),
+                                      [&](const StoredSession& n) { return n.id == s.id; });
+        if (!kept) gone_sessions_.push_back(s.id);
+    }
     data_ = std::move(next);
     publish(sys_clock::now());
+    return true;
+}
+
+std::vector<std::string> Catalog::take_gone_sessions() {
+    std::vector<std::string> gone;
+    gone.swap(gone_sessions_);
+    return gone;
 }
 
 void Catalog::publish(sys_clock::time_point now) {

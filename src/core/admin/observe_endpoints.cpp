@@ -69,6 +69,19 @@ void add_open_routes(Router& router, const EndpointContext* ctx) {
         body["status"] = "ok";
         return json_response(200, body);
     });
+    // Readiness: the store loaded, and reachable. A replica whose database is
+    // down still serves its last snapshot, so it says "degraded" with 200.
+    router.add("GET", "/readyz", [ctx](const RouteCall&) {
+        ordered_json body;
+        if (!ctx->catalog->loaded()) {
+            body["status"] = "starting";
+            return json_response(503, body);
+        }
+        const bool reachable = ctx->catalog->store_available();
+        body["status"] = reachable ? "ready" : "degraded";
+        body["store"] = reachable ? "ok" : "unavailable";
+        return json_response(200, body);
+    });
     router.add("GET", "/metrics", [ctx](const RouteCall&) { return render_metrics(*ctx); });
 }
 

@@ -36,8 +36,16 @@ void read_upstream(const yaml::Value& section, Config& cfg) {
     }
 }
 
+void read_store_url(const yaml::Value& value, Config& cfg) {
+    const auto url = value.nonempty_string();
+    if (auto problem = store_url_problem(url)) value.fail(*problem);
+    cfg.store_url = url;
+}
+
 void read_store(const yaml::Value& section, Config& cfg) {
-    const auto f = section.section({"path", "master_key_file"});
+    const auto f = section.section({"path", "url", "master_key_file"});
+    if (f.find("path") && f.find("url")) f.find("url")->fail("set either store.path or store.url, not both");
+    if (auto* p = f.find("url")) read_store_url(*p, cfg);
     if (auto* p = f.find("path")) cfg.store_path = p->nonempty_string();
     if (auto* p = f.find("master_key_file")) cfg.store_master_key_file = p->optional_path();
 }
@@ -59,3 +67,21 @@ void read_log(const yaml::Value& section, Config& cfg) {
 }
 
 }  // namespace vaultgate::config_sections
+
+namespace vaultgate {
+
+// A libpq URI; the password stays out of the config and the command line
+// (PGPASSFILE and the other libpq conventions supply it).
+std::optional<std::string> store_url_problem(std::string_view url) {
+    if (!url.starts_with("postgresql://") && !url.starts_with("postgres://"))
+        return "expected a postgresql:// URL";
+    const auto rest = url.substr(url.find("//") + 2);
+    const auto authority = rest.substr(0, rest.find_first_of("/?"));
+    const auto at = authority.rfind('@');
+    if ((at != std::string_view::npos && authority.substr(0, at).find(':') != std::string_view::npos) ||
+        url.find("password=") != std::string_view::npos)
+        return "holds a password; give it through PGPASSFILE (or another libpq source) instead";
+    return std::nullopt;
+}
+
+}  // namespace vaultgate

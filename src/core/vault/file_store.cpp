@@ -2,16 +2,14 @@
 // with the file header as additional data, written by replace_file.
 #include "vaultgate/vault/store.hpp"
 
+#include "aes_gcm.hpp"
 #include "atomic_file.hpp"
 #include "payload_codec.hpp"
 #include "vaultgate/crypto/ca.hpp"  // openssl_errors()
 #include "vaultgate/crypto/ids.hpp"
 #include "vaultgate/crypto/key_derivation.hpp"
-#include "vaultgate/crypto/openssl_owned.hpp"
 #include "vaultgate/util/unique_fd.hpp"
 #include "vaultgate/util/wiped_bytes.hpp"
-
-#include <openssl/evp.h>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -26,11 +24,10 @@ namespace vaultgate {
 
 namespace {
 
-using CipherCtxPtr = Owned<EVP_CIPHER_CTX, EVP_CIPHER_CTX_free>;
 using Fd = UniqueFd;
 
-constexpr std::size_t nonce_size = 12;
-constexpr std::size_t tag_size = 16;
+constexpr std::size_t nonce_size = gcm_nonce_size;
+constexpr std::size_t tag_size = gcm_tag_size;
 constexpr std::array<unsigned char, 8> magic = {'V', 'G', 'S', 'T', 'O', 'R', 'E', '\0'};
 constexpr unsigned char format_version = 1;
 constexpr std::size_t version_offset = magic.size();
@@ -95,18 +92,9 @@ private:
         std::uint64_t length = plain.size();
         for (int i = 7; i >= 0; --i, length >>= 8) header[length_offset + i] = static_cast<unsigned char>(length);
 
-        CipherCtxPtr ctx(EVP_CIPHER_CTX_new());
-        int n = 0;
-        if (!ctx || EVP_EncryptInit_ex(ctx.get(), EVP_aes_256_gcm(), nullptr, nullptr, nullptr) != 1 ||
-            EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_GCM_SET_IVLEN, static_cast<int>(nonce_size), nullptr) != 1 ||
-            EVP_EncryptInit_ex(ctx.get(), nullptr, nullptr, key_.bytes.data(), header + nonce_offset) != 1 ||
-            EVP_EncryptUpdate(ctx.get(), nullptr, &n, header, static_cast<int>(header_size)) != 1 ||
-            EVP_EncryptUpdate(ctx.get(), file.data() + header_size, &n, plain.data(), static_cast<int>(plain.size())) !=
-                1 ||
-            static_cast<std::size_t>(n) != plain.size() ||
-            EVP_EncryptFinal_ex(ctx.get(), file.data() + header_size + n, &n) != 1 || n != 0 ||
-            EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_GCM_GET_TAG, static_cast<int>(tag_size),
-                                file.data() + header_size + plain.size()) != 1)
+        const GcmInput in{header, header_size, plain.data(), plain.size()};
+        if (!gcm_seal(key_, header + nonce_offset, in, file.data() + header_size,
+                      file.data() + header_size + plain.size()))
             fail("encryption failed: " + openssl_errors());
         return file;
     }
@@ -133,22 +121,10 @@ private:
                  " unexpected bytes after the data)");
 
         WipedBytes plain(static_cast<std::size_t>(length));
-        CipherCtxPtr ctx(EVP_CIPHER_CTX_new());
-        int n = 0;
-        if (!ctx || EVP_DecryptInit_ex(ctx.get(), EVP_aes_256_gcm(), nullptr, nullptr, nullptr) != 1 ||
-            EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_GCM_SET_IVLEN, static_cast<int>(nonce_size), nullptr) != 1 ||
-            EVP_DecryptInit_ex(ctx.get(), nullptr, nullptr, key_.bytes.data(), p + nonce_offset) != 1 ||
-            EVP_DecryptUpdate(ctx.get(), nullptr, &n, p, static_cast<int>(header_size)) != 1 ||
-            EVP_DecryptUpdate(ctx.get(), plain.data(), &n, p + header_size, static_cast<int>(length)) != 1 ||
-            EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_GCM_SET_TAG, static_cast<int>(tag_size),
-                                const_cast<unsigned char*>(p + header_size + length)) != 1)
-            fail("decryption failed: " + openssl_errors());
-        // GCM only knows whether the data is intact at the end; the plaintext is
-        // not looked at before then.
-        if (EVP_DecryptFinal_ex(ctx.get(), plain.data() + n, &n) != 1) {
-            openssl_errors();  // drained: the queue says no more than "bad tag"
+        // The plaintext is not looked at before the tag is checked.
+        const GcmInput in{p, header_size, p + header_size, static_cast<std::size_t>(length)};
+        if (!gcm_open(key_, p + nonce_offset, in, p + header_size + length, plain.data()))
             fail("wrong master key or damaged store (authentication failed)");
-        }
 
         try {
             return decode_payload(plain.view());

@@ -99,7 +99,7 @@ awaitable<void> serve_admin_connection(Socket socket, std::shared_ptr<void> hold
         const bool has_body = chunked || length > 0;
         // Decided on the head alone: no byte of an unauthenticated body is read.
         const bool authorised = !settings->token || bearer_token_matches(head, *settings->token) ||
-                                (request && request->path == "/healthz" && !has_body);
+                                (request && (request->path == "/healthz" || request->path == "/readyz") && !has_body);
         AdminResponse reply;
         if (!framing.framing) {
             reply = listener_error(400, "bad_framing", framing.reason);

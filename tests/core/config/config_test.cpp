@@ -253,10 +253,29 @@ const ErrorCase error_cases[] = {
     {"service_public_suffix_wildcard",
      vault_prefix + "    services:\n      - host: \"*.co.uk\"\n        auth: { type: bearer, key: K }\n",
      "t.yaml:6:15: ", "*.co.uk covers every domain under the public suffix co.uk"},
+    {"store_path_and_url", "store:\n  path: a.db\n  url: postgresql://db/vaultgate\n", "t.yaml:3:8: ",
+     "set either store.path or store.url, not both"},
+    {"store_url_not_postgres", "store:\n  url: mysql://db/vaultgate\n", "t.yaml:2:8: ",
+     "expected a postgresql:// URL"},
+    {"store_url_with_password", "store:\n  url: postgresql://vaultgate:hunter2@db/vaultgate\n", "t.yaml:2:8: ",
+     "holds a password"},
+    {"store_url_with_password_parameter", "store:\n  url: postgres://db/vaultgate?password=hunter2\n",
+     "t.yaml:2:8: ", "holds a password"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Table, ConfigErrorTest, ::testing::ValuesIn(error_cases),
                          [](const auto& info) { return std::string(info.param.name); });
+
+TEST(ConfigTest, StoreUrlNamesASharedDatabase) {
+    const Config c =
+        parse_config("store:\n  url: postgresql://vaultgate@db:5432/vaultgate?sslmode=verify-full\n", "s.yaml");
+    ASSERT_TRUE(c.store_url.has_value());
+    EXPECT_EQ(*c.store_url, "postgresql://vaultgate@db:5432/vaultgate?sslmode=verify-full");
+    EXPECT_FALSE(parse_config("{}\n", "d.yaml").store_url.has_value());
+    // A password is refused without being quoted back.
+    const auto msg = error_of("store:\n  url: postgresql://vaultgate:hunter2@db/vaultgate\n");
+    EXPECT_EQ(msg.find("hunter2"), std::string::npos) << msg;
+}
 
 TEST(ConfigTest, YamlSyntaxErrorCarriesLineAndColumn) {
     // The flow sequence opened on line 3 is never closed; yaml-cpp notices on line 4.

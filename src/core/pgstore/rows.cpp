@@ -1,0 +1,198 @@
+#include "rows.hpp"
+
+#include "vaultgate/config/json_codec.hpp"
+#include "vaultgate/egress/address.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+
+namespace vaultgate::pg {
+
+namespace {
+
+using nlohmann::json;
+
+std::string text(std::int64_t n) { return std::to_string(n); }
+
+[[noreturn]] void damaged(const std::string& where, const std::string& why) {
+    throw StoreError("database: damaged row " + where + ": " + why);
+}
+
+template <class T, class Key>
+T* find_by(std::vector<T>& items, const Key& key, std::string T::*field) {
+    auto it = std::find_if(items.begin(), items.end(), [&](const T& item) { return item.*field == key; });
+    return it == items.end() ? nullptr : &*it;
+}
+
+StoredVault* vault_of(StoreData& data, const std::string& id) { return find_by(data.vaults, id, &StoredVault::id); }
+
+template <class T>
+void erase_by(std::vector<T>& items, const std::string& key, std::string T::*field) {
+    std::erase_if(items, [&](const T& item) { return item.*field == key; });
+}
+
+// Replaces the item of the same key, or appends it: rows come in the order
+// they were made, so new ones land where a full read puts them.
+template <class T>
+void upsert(std::vector<T>& items, T item, std::string T::*field) {
+    if (auto* existing = find_by(items, item.*field, field))
+        *existing = std::move(item);
+    else
+        items.push_back(std::move(item));
+}
+
+void apply_removals(Connection& conn, std::int64_t since, StoreData& data) {
+    const auto rows = conn.exec(
+        "reading removals", "SELECT kind, vault_id, key FROM vaultgate_removals WHERE version > $1 ORDER BY version",
+        {text(since)});
+    for (int r = 0; r < rows.rows(); ++r) {
+        const auto kind = rows.text(r, 0), vault_id = rows.text(r, 1), key = rows.text(r, 2);
+        if (kind == "vault") {
+            erase_by(data.vaults, key, &StoredVault::id);
+        } else if (kind == "session") {
+            erase_by(data.sessions, key, &StoredSession::id);
+        } else if (auto* vault = vault_of(data, vault_id)) {
+            if (kind == "credential") erase_by(vault->credentials, key, &StoredCredential::name);
+            if (kind == "service") erase_by(vault->services, key, &StoredService::id);
+        }
+    }
+}
+
+void read_vaults(Connection& conn, std::int64_t since, StoreData& data) {
+    const auto rows = conn.exec(
+        "reading vaults", "SELECT id, name, created_at_ms FROM vaultgate_vaults WHERE row_version > $1 ORDER BY seq",
+        {text(since)});
+    for (int r = 0; r < rows.rows(); ++r) {
+        StoredVault vault;
+        vault.id = rows.text(r, 0);
+        vault.name = rows.text(r, 1);
+        vault.created_at_ms = rows.number(r, 2);
+        if (auto* existing = vault_of(data, vault.id)) {
+            existing->name = vault.name;
+            existing->created_at_ms = vault.created_at_ms;
+        } else {
+            data.vaults.push_back(std::move(vault));
+        }
+    }
+}
+
+void read_credentials(Connection& conn, const ValueSealer& sealer, std::int64_t since, StoreData& data) {
+    const auto rows = conn.exec("reading credentials",
+                                "SELECT vault_id, name, sealed_value, version, updated_at_ms FROM vaultgate_credentials"
+                                " WHERE row_version > $1 ORDER BY seq",
+                                {text(since)});
+    for (int r = 0; r < rows.rows(); ++r) {
+        const auto vault_id = rows.text(r, 0);
+        StoredCredential credential;
+        credential.name = rows.text(r, 1);
+        auto sealed = rows.text(r, 2);
+        credential.value = sealer.open(sealed, credential_context(vault_id, credential.name));
+        credential.version = static_cast<std::uint64_t>(rows.number(r, 3));
+        credential.updated_at_ms = rows.number(r, 4);
+        auto* vault = vault_of(data, vault_id);
+        if (!vault) damaged("credential " + credential.name, "its vault " + vault_id + " is missing");
+        upsert(vault->credentials, std::move(credential), &StoredCredential::name);
+    }
+}
+
+void read_services(Connection& conn, std::int64_t since, StoreData& data) {
+    const auto rows = conn.exec(
+        "reading services", "SELECT id, vault_id, config FROM vaultgate_services WHERE row_version > $1 ORDER BY seq",
+        {text(since)});
+    for (int r = 0; r < rows.rows(); ++r) {
+        StoredService service;
+        service.id = rows.text(r, 0);
+        const auto vault_id = rows.text(r, 1);
+        JsonTextError error = JsonTextError::none;
+        const auto tree = parse_json_text(rows.text(r, 2), &error);
+        std::string why = "not JSON";
+        auto config = error == JsonTextError::none ? service_from_json(tree, &why) : std::nullopt;
+        if (!config) damaged("service " + service.id, why);
+        service.config = std::move(*config);
+        auto* vault = vault_of(data, vault_id);
+        if (!vault) damaged("service " + service.id, "its vault " + vault_id + " is missing");
+        upsert(vault->services, std::move(service), &StoredService::id);
+    }
+}
+
+void read_sessions(Connection& conn, std::int64_t since, StoreData& data) {
+    const auto rows = conn.exec("reading sessions",
+                                "SELECT id, token_digest, vault_ids, policy, policy_name, expires_at_ms, source,"
+                                " created_at_ms FROM vaultgate_sessions WHERE row_version > $1 ORDER BY seq",
+                                {text(since)});
+    for (int r = 0; r < rows.rows(); ++r) {
+        StoredSession session;
+        session.id = rows.text(r, 0);
+        const auto where = "session " + session.id;
+        session.token_digest = rows.text(r, 1);
+        JsonTextError error = JsonTextError::none;
+        const auto ids = parse_json_text(rows.text(r, 2), &error);
+        if (error != JsonTextError::none || !ids.is_array()) damaged(where, "vault_ids is not a JSON list");
+        for (const auto& id : ids) {
+            if (!id.is_string()) damaged(where, "vault_ids holds a non-string");
+            session.vault_ids.push_back(id.get<std::string>());
+        }
+        const auto policy_tree = parse_json_text(rows.text(r, 3), &error);
+        std::string why = "the policy is not JSON";
+        auto policy = error == JsonTextError::none ? policy_from_json(policy_tree, &why) : std::nullopt;
+        if (!policy) damaged(where, why);
+        session.policy = std::move(*policy);
+        session.policy.name = rows.text(r, 4);
+        session.expires_at_ms = rows.number(r, 5);
+        if (!rows.null(r, 6)) {
+            session.source = parse_cidr(rows.text(r, 6));
+            if (!session.source) damaged(where, "source is not a CIDR");
+        }
+        session.created_at_ms = rows.number(r, 7);
+        upsert(data.sessions, std::move(session), &StoredSession::id);
+    }
+}
+
+}  // namespace
+
+std::string credential_context(std::string_view vault_id, std::string_view name) {
+    return "vaultgate credential\n" + std::string(vault_id) + "\n" + std::string(name);
+}
+
+void read_changes(Connection& conn, const ValueSealer& sealer, std::int64_t since, StoreData& data) {
+    if (since > 0) apply_removals(conn, since, data);
+    read_vaults(conn, since, data);
+    read_credentials(conn, sealer, since, data);
+    read_services(conn, since, data);
+    read_sessions(conn, since, data);
+}
+
+void write_vault(Connection& conn, const StoredVault& vault, std::int64_t version) {
+    conn.exec("saving a vault",
+              "INSERT INTO vaultgate_vaults (id, name, created_at_ms, row_version) VALUES ($1, $2, $3, $4)"
+              " ON CONFLICT (id) DO UPDATE SET name = $2, created_at_ms = $3, row_version = $4",
+              {vault.id, vault.name, text(vault.created_at_ms), text(version)});
+}
+
+void write_credential(Connection& conn, const ValueSealer& sealer, const std::string& vault_id,
+                      const StoredCredential& credential, std::int64_t version) {
+    conn.exec("saving a credential",
+              "INSERT INTO vaultgate_credentials (vault_id, name, sealed_value, version, updated_at_ms, row_version)"
+              " VALUES ($1, $2, $3, $4, $5, $6)",
+              {vault_id, credential.name, sealer.seal(credential.value, credential_context(vault_id, credential.name)),
+               std::to_string(credential.version), text(credential.updated_at_ms), text(version)});
+}
+
+void write_service(Connection& conn, const std::string& vault_id, const StoredService& service, std::int64_t version) {
+    conn.exec("saving a service",
+              "INSERT INTO vaultgate_services (id, vault_id, config, row_version) VALUES ($1, $2, $3, $4)",
+              {service.id, vault_id, service_to_json(service.config).dump(), text(version)});
+}
+
+void write_session(Connection& conn, const StoredSession& session, std::int64_t version) {
+    std::optional<std::string> source;
+    if (session.source) source = cidr_text(*session.source);
+    conn.exec("saving a session",
+              "INSERT INTO vaultgate_sessions (id, token_digest, vault_ids, policy, policy_name, expires_at_ms, source,"
+              " created_at_ms, row_version) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+              {session.id, session.token_digest, json(session.vault_ids).dump(), policy_to_json(session.policy).dump(),
+               session.policy.name, text(session.expires_at_ms), source, text(session.created_at_ms), text(version)});
+}
+
+}  // namespace vaultgate::pg

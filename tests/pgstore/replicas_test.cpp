@@ -1,0 +1,265 @@
+// Replicas of the real binary on one PostgreSQL: a change through one
+// replica's admin API is in force on the others (the bound origin sees the
+// new secret, a revoked session is refused and its connections closed), within
+// 1 s at p99; concurrent rotations lose nothing; an outage leaves the replicas
+// serving their last snapshot and refusing writes, and they catch up after.
+#include "harness.hpp"
+#include "pg_server.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <thread>
+
+namespace vaultgate::test {
+namespace {
+
+using nlohmann::json;
+using steady = std::chrono::steady_clock;
+
+constexpr const char* secret_a = "sk-live-replica-AAAA-first";
+constexpr const char* secret_b = "sk-live-replica-BBBB-second";
+
+class ReplicasTest : public ::testing::Test {
+protected:
+    ReplicasTest()
+        : pki_(dir_),
+          bound_files_(pki_.server_files(dir_, "api.bound.test")),
+          bound_(bound_files_.first, bound_files_.second) {}
+
+    void SetUp() override {
+        try {
+            pg_ = std::make_unique<PgServer>();
+        } catch (const std::exception& e) {
+            if (std::getenv("VAULTGATE_REQUIRE_ROOT_TESTS")) FAIL() << "PostgreSQL: " << e.what();
+            GTEST_SKIP() << "PostgreSQL cannot start here: " << e.what();
+        }
+        std::string config = serve_config(dir_, pki_, bound_.port(), bound_.port());
+        const std::string path_line = "path: " + dir_.file("vaultgate.db");
+        config.replace(config.find(path_line), path_line.size(), "url: " + pg_->url());
+        config_path_ = dir_.write("vaultgate.yaml", config);
+    }
+
+    void TearDown() override {
+        for (auto& r : replicas_) {
+            r->signal(SIGTERM);
+            EXPECT_EQ(r->wait_exit(), 0) << r->stderr_text();
+        }
+    }
+
+    ServeProcess& start_replica() {
+        replicas_.push_back(std::make_unique<ServeProcess>(config_path_));
+        auto& r = *replicas_.back();
+        r.forbid_in_stderr(secret_a);
+        r.forbid_in_stderr(secret_b);
+        EXPECT_TRUE(r.started()) << r.stderr_text();
+        return r;
+    }
+
+    static HttpResult api(ServeProcess& r, const std::string& method, const std::string& path,
+                          const json& body = nullptr) {
+        return admin_request(r.admin_port(), method, path, serve_admin_token, body.is_null() ? "" : body.dump());
+    }
+
+    // A vault with credential KEY bound to api.bound.test, and a session on it.
+    std::pair<std::string, json> make_vault_and_session(ServeProcess& r) {
+        auto v = api(r, "POST", "/v1/vaults", {{"name", "team"}});
+        EXPECT_EQ(v.status, 201) << v.body;
+        const auto id = json::parse(v.body)["id"].get<std::string>();
+        EXPECT_EQ(api(r, "POST", "/v1/vaults/" + id + "/credentials", {{"name", "KEY"}, {"value", secret_a}}).status,
+                  201);
+        auto s = api(r, "POST", "/v1/vaults/" + id + "/services",
+                     {{"host", "api.bound.test"},
+                      {"port", bound_.port()},
+                      {"auth_config", {{"type", "api-key"}, {"header", "x-api-key"}, {"key", "KEY"}}}});
+        EXPECT_EQ(s.status, 201) << s.body;
+        auto session = api(r, "POST", "/v1/sessions", {{"vault_ids", {id}}, {"ttl_seconds", 600}});
+        EXPECT_EQ(session.status, 201) << session.body;
+        return {id, json::parse(session.body)};
+    }
+
+    struct TwoReplicas {
+        ServeProcess& a;
+        ServeProcess& b;
+        std::string vault;
+        json session;
+    };
+    // Replicas A and B, and a vault and session made through A.
+    TwoReplicas two_replicas_with_a_session() {
+        auto& a = start_replica();
+        auto& b = start_replica();
+        auto made = make_vault_and_session(a);
+        return {a, b, made.first, made.second};
+    }
+
+    static std::string proxy_auth(const json& session) {
+        const std::string pair = session["id"].get<std::string>() + ":" + session["token"].get<std::string>();
+        return "Proxy-Authorization: Basic " + base64_encode(pair, Base64Alphabet::standard, true) + "\r\n";
+    }
+
+    // CONNECT through `r` with the session: the status line's code, and the
+    // TLS connection when it is 200.
+    std::unique_ptr<RawClient> open_bound(ServeProcess& r, const json& session, std::string* status = nullptr) {
+        auto c = std::make_unique<RawClient>(r.proxy_port());
+        auto head = c->connect("api.bound.test:" + std::to_string(bound_.port()), proxy_auth(session));
+        if (status) *status = head.substr(0, 12);
+        if (head.rfind("HTTP/1.1 200", 0) != 0) return nullptr;
+        EXPECT_TRUE(c->start_tls(pki_.proxy_ca_cert, "api.bound.test"));
+        return c;
+    }
+
+    // The x-api-key the origin received for one request through `r`.
+    std::string secret_seen_through(ServeProcess& r, const json& session) {
+        auto c = open_bound(r, session);
+        if (!c) return "";
+        c->write("GET /echo HTTP/1.1\r\nHost: api.bound.test:" + std::to_string(bound_.port()) +
+                 "\r\nx-api-key: placeholder\r\n\r\n");
+        if (!c->read_response()) return "";
+        const auto requests = bound_.requests();
+        if (requests.empty()) return "";
+        const auto values = requests.back().header_values("x-api-key");
+        return values.empty() ? "" : values.front();
+    }
+
+    TempDir dir_;
+    TestPki pki_;
+    std::pair<std::string, std::string> bound_files_;
+    RecordingUpstream bound_;
+    std::unique_ptr<PgServer> pg_;
+    std::string config_path_;
+    std::vector<std::unique_ptr<ServeProcess>> replicas_;
+};
+
+TEST_F(ReplicasTest, AChangeThroughOneReplicaIsInForceOnTheOthers) {
+    auto& a = start_replica();
+    auto& b = start_replica();
+    auto& c = start_replica();
+    const auto made = make_vault_and_session(a);
+    const std::string vault = made.first;
+    const json session = made.second;
+    // The session made on A works on B and C: the origin gets the vault's secret.
+    EXPECT_TRUE(eventually([&] { return secret_seen_through(b, session) == secret_a; }, 5000));
+    EXPECT_TRUE(eventually([&] { return secret_seen_through(c, session) == secret_a; }, 5000));
+
+    auto rotated = api(a, "PUT", "/v1/vaults/" + vault + "/credentials/KEY", {{"value", secret_b}});
+    ASSERT_EQ(rotated.status, 200) << rotated.body;
+    EXPECT_EQ(json::parse(rotated.body)["version"], 2);
+    EXPECT_TRUE(eventually([&] { return secret_seen_through(b, session) == secret_b; }, 5000));
+    EXPECT_TRUE(eventually([&] { return secret_seen_through(c, session) == secret_b; }, 5000));
+
+    // Revoked on A: B's open connection is closed, and a new one refused.
+    auto held = open_bound(b, session);
+    ASSERT_TRUE(held);
+    EXPECT_EQ(api(a, "DELETE", "/v1/sessions/" + session["id"].get<std::string>()).status, 204);
+    EXPECT_TRUE(held->closed_by_peer(5000));
+    std::string status;
+    EXPECT_TRUE(eventually(
+        [&] {
+            open_bound(c, session, &status);
+            return status == "HTTP/1.1 407";
+        },
+        5000))
+        << status;
+}
+
+TEST_F(ReplicasTest, ConcurrentRotationsThroughTwoReplicasLoseNothing) {
+    const auto two = two_replicas_with_a_session();
+    auto &a = two.a, &b = two.b;
+    const std::string& vault = two.vault;
+    const json& session = two.session;
+    ASSERT_TRUE(eventually([&] { return api(b, "GET", "/v1/vaults/" + vault).status == 200; }, 5000));
+    std::atomic<int> accepted{0}, conflicts{0}, other{0};
+    auto rotate_many = [&](ServeProcess& r) {
+        for (int i = 0; i < 25; ++i) {
+            const auto status = api(r, "PUT", "/v1/vaults/" + vault + "/credentials/KEY", {{"value", secret_b}}).status;
+            (status == 200 ? accepted : status == 409 ? conflicts : other)++;
+        }
+    };
+    std::thread ta([&] { rotate_many(a); });
+    std::thread tb([&] { rotate_many(b); });
+    ta.join();
+    tb.join();
+    EXPECT_EQ(other.load(), 0);
+    EXPECT_EQ(accepted + conflicts, 50);
+    // Each accepted rotation raised the version by exactly one.
+    const auto version = [&](ServeProcess& r) {
+        return json::parse(api(r, "GET", "/v1/vaults/" + vault).body)["credentials"][0]["version"].get<int>();
+    };
+    EXPECT_TRUE(eventually([&] { return version(a) == 1 + accepted && version(b) == 1 + accepted; }, 5000))
+        << version(a) << " " << version(b) << " accepted " << accepted.load();
+}
+
+TEST_F(ReplicasTest, NinetyNinthPercentileOfPropagationOverAHundredChangesIsUnderASecond) {
+    const auto two = two_replicas_with_a_session();
+    auto &a = two.a, &b = two.b;
+    const std::string& vault = two.vault;
+    const json& session = two.session;
+    ASSERT_TRUE(eventually([&] { return api(b, "GET", "/v1/vaults/" + vault).status == 200; }, 5000));
+    std::vector<double> delays;
+    for (int i = 0; i < 100; ++i) {
+        const auto start = steady::now();
+        ASSERT_EQ(api(a, "PUT", "/v1/vaults/" + vault + "/credentials/KEY", {{"value", secret_b}}).status, 200);
+        const int expected = 2 + i;
+        // Polled until in force on B, or given up after 5 s (counted as 5 s).
+        eventually(
+            [&] {
+                auto r = api(b, "GET", "/v1/vaults/" + vault);
+                return r.status == 200 && json::parse(r.body)["credentials"][0]["version"] == expected;
+            },
+            5000);
+        delays.push_back(std::chrono::duration<double>(steady::now() - start).count());
+    }
+    std::sort(delays.begin(), delays.end());
+    const double p99 = delays[98];
+    std::printf("propagation over 100 changes: p50 %.1f ms, p99 %.1f ms, max %.1f ms\n", delays[49] * 1000, p99 * 1000,
+                delays.back() * 1000);
+    EXPECT_LT(p99, 1.0);
+}
+
+TEST_F(ReplicasTest, AnOutageLeavesTheSnapshotInForceAndTheReplicasCatchUp) {
+    const auto two = two_replicas_with_a_session();
+    auto &a = two.a, &b = two.b;
+    const std::string& vault = two.vault;
+    const json& session = two.session;
+    ASSERT_TRUE(eventually([&] { return secret_seen_through(b, session) == secret_a; }, 5000));
+    // No token needed, as for /healthz.
+    const auto ready = admin_request(a.admin_port(), "GET", "/readyz", "");
+    EXPECT_EQ(ready.status, 200);
+    EXPECT_NE(ready.body.find("\"ready\""), std::string::npos) << ready.body;
+
+    pg_->stop();
+    // Writes are refused, reads and the proxy keep the last snapshot.
+    auto refused = api(a, "PUT", "/v1/vaults/" + vault + "/credentials/KEY", {{"value", secret_b}});
+    EXPECT_EQ(refused.status, 503) << refused.body;
+    EXPECT_NE(refused.body.find("store_unavailable"), std::string::npos) << refused.body;
+    EXPECT_TRUE(eventually([&] { return api(b, "GET", "/readyz").body.find("degraded") != std::string::npos; }, 30000));
+    EXPECT_EQ(api(b, "GET", "/healthz").status, 200);
+    EXPECT_EQ(secret_seen_through(b, session), secret_a);
+    EXPECT_EQ(api(b, "GET", "/v1/vaults/" + vault).status, 200);
+
+    pg_->start();
+    // Back: A's write goes through once it has reconnected, and B follows.
+    EXPECT_TRUE(eventually(
+        [&] {
+            return api(a, "PUT", "/v1/vaults/" + vault + "/credentials/KEY", {{"value", secret_b}}).status == 200;
+        },
+        30000));
+    EXPECT_TRUE(eventually([&] { return secret_seen_through(b, session) == secret_b; }, 30000));
+    EXPECT_TRUE(
+        eventually([&] { return api(b, "GET", "/readyz").body.find("\"ready\"") != std::string::npos; }, 30000));
+}
+
+TEST_F(ReplicasTest, AReplicaWithoutItsDatabaseAtStartExitsWithAClearError) {
+    pg_->stop();
+    ServeProcess r(config_path_);
+    EXPECT_FALSE(r.started());
+    EXPECT_EQ(r.wait_exit(), 1);
+    EXPECT_NE(r.stderr_text().find("cannot start without its database"), std::string::npos) << r.stderr_text();
+}
+
+}  // namespace
+}  // namespace vaultgate::test
