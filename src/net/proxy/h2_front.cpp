@@ -69,7 +69,17 @@ public:
 
     std::shared_ptr<const GatewayState> snapshot() { return ctx_.rt->snapshot(); }
     Decision decide(const GatewayState& state, RequestHead&& req) {
-        return decide_bound_request(state, ctx_.session_id, dest_, std::move(req), std::chrono::system_clock::now());
+        const auto type = req.get("content-type");
+        const bool grpc = type && type->substr(0, 16) == "application/grpc";
+        Decision d =
+            decide_bound_request(state, ctx_.session_id, dest_, std::move(req), std::chrono::system_clock::now());
+        // gRPC needs HTTP/2 (trailers) to the origin, which is HTTP/1.1 here:
+        // refused whole rather than mangled (502 is UNAVAILABLE to a gRPC client).
+        if (grpc && !d.refusal) {
+            d.refusal = refusal(502, "grpc_needs_h2_origin", "gRPC needs HTTP/2 to the origin, which this one lacks");
+            d.refusal.reason_header = true;
+        }
+        return d;
     }
     awaitable<void> send_refusal(const Refusal& refusal);
     awaitable<Refusal> read_whole_body(const RequestPlan& plan, WipedBytes& body);

@@ -63,15 +63,20 @@ def base_fields(args, path, method="GET"):
     return [(":method", method), (":scheme", "https"), (":authority", args.authority), (":path", path)]
 
 
+def recv_or_nothing(tls):
+    """The next bytes, or b"" once the peer closed, failed or went quiet."""
+    try:
+        return tls.recv(65536)
+    except (socket.timeout, ssl.SSLError, OSError):
+        return b""
+
+
 def exchange(tls, conn, stream_id, timeout=10):
     """Reads until the stream ends, is reset, or the connection goes."""
     out = {"status": None, "body": "", "reset": None, "goaway": None, "headers": {}, "trailers": {}}
     tls.settimeout(timeout)
     while True:
-        try:
-            data = tls.recv(65536)
-        except (socket.timeout, ssl.SSLError, OSError):
-            data = b""
+        data = recv_or_nothing(tls)
         if not data:
             out["closed"] = True
             return out
@@ -210,10 +215,7 @@ def read_raw(tls, sid, timeout=10):
                 dec.decode(payload)
             if ftype == 0x4 and not flags & 1:
                 tls.sendall(frame(0x4, 0x1, 0))
-        try:
-            data = tls.recv(65536)
-        except (socket.timeout, ssl.SSLError, OSError):
-            data = b""
+        data = recv_or_nothing(tls)
         if not data:
             out["closed"] = True
             return out

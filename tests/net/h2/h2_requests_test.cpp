@@ -94,6 +94,16 @@ TEST_F(H2Test, MalformedRequestsAreStreamErrorsAndNeverForwarded) {
     EXPECT_TRUE(bound_.requests().empty()) << bound_.raw();
 }
 
+TEST_F(H2Test, GrpcToAnHttp11OriginIsRefusedNotMangled) {
+    const auto r =
+        h2_client(bound_authority(),
+                  {"request", "/pkg.Service/Method", ":method=POST", "content-type=application/grpc", "te=trailers"},
+                  "grpc-frame", true);
+    EXPECT_EQ(r["status"], 502) << r.dump();
+    EXPECT_EQ(r["headers"]["x-vaultgate-reason"], "grpc_needs_h2_origin");
+    EXPECT_TRUE(bound_.requests().empty());
+}
+
 TEST_F(H2Test, RedactionWorksAcrossDataFrames) {
     for (const char* split : {"1", "7", "100"}) {
         const auto r = h2_client(redact_authority(), {"request", std::string("/reflect?split=") + split});
