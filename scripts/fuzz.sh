@@ -19,7 +19,7 @@ build_dir=${BUILD_DIR:-$root/build-fuzz}
 seconds=${1:-60}
 shift || true
 all_targets=(fuzz_request_head fuzz_response_head fuzz_chunked fuzz_host fuzz_config fuzz_client_hello
-  fuzz_sigv4_canonical)
+  fuzz_sigv4_canonical fuzz_h2_server)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all_targets[@]}")
 

@@ -80,6 +80,8 @@ struct Limits {
     std::size_t admin_connections = 64;  // the admin listener's own cap
     // The most of a request body vaultgate reads to hash it for aws-sigv4.
     std::size_t sign_body_bytes = 8 * 1024 * 1024;
+    // Streams one HTTP/2 client connection may have open at once.
+    std::size_t h2_max_concurrent_streams = 100;
 };
 
 // The I/O thread count for worker_threads = 0: one per core (at least one).
@@ -126,6 +128,9 @@ struct Config {
     std::string log_level = "info";
 
     Limits limits;
+    // ALPN protocols offered to clients of intercepted hosts, in vaultgate's
+    // order of preference: "h2" and/or "http/1.1".
+    std::vector<std::string> mitm_alpn{"h2", "http/1.1"};
     std::vector<VaultConfig> vaults;
     std::map<std::string, SessionConfig> sessions;
     std::map<std::string, EgressPolicy> egress_policies;

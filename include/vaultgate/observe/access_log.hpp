@@ -33,6 +33,9 @@ struct AccessLogEntry {
     double ms = 0;
     std::string reason;  // denied/failure reason, empty -> omitted
     std::string client;  // client address (ip), empty -> omitted
+    // The HTTP version of a request inside an intercepted or plain-HTTP
+    // connection: "h1" or "h2"; empty -> omitted (tunnels, CONNECT refusals).
+    std::string proto;
 
     // Keeps only the path: cuts at '?' or '#'.
     void set_path(std::string_view target);

@@ -47,6 +47,10 @@ public:
 
     // ingress: mitm | tunnel | http | denied; status 0 = no response
     void request(std::string_view ingress, int status);
+    // A request inside an intercepted or plain-HTTP connection, by the client's
+    // HTTP version ("h1", "h2"; anything else is not counted).
+    void proto_request(std::string_view proto);
+    std::uint64_t proto_requests(std::string_view proto) const;
     void injection(std::string_view vault, std::string_view service);
     void denial(std::string_view reason);
     void token_event(std::string_view vault, std::string_view service, TokenEvent event);
@@ -80,6 +84,8 @@ private:
     static constexpr std::array<std::string_view, 4> known_ingresses_{"mitm", "tunnel", "http", "denied"};
     static constexpr std::array<std::string_view, 6> status_classes_{"none", "1xx", "2xx", "3xx", "4xx", "5xx"};
     std::array<std::array<std::atomic<std::uint64_t>, 6>, 4> requests_{};
+    static constexpr std::array<std::string_view, 2> known_protos_{"h1", "h2"};
+    std::array<std::atomic<std::uint64_t>, 2> proto_requests_{};
 
     mutable std::mutex mutex_;
     std::map<std::pair<std::string, std::string>, std::uint64_t> other_requests_;  // an ingress not listed above

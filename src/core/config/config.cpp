@@ -35,7 +35,7 @@ Config read_config(const yaml::Value& root, const std::string& source) {
 
     using namespace config_sections;
     const auto top = root.fields(
-        {"listen", "ca", "upstream", "store", "admin", "log", "limits", "vaults", "sessions", "egress_policies"});
+        {"listen", "ca", "upstream", "store", "admin", "log", "limits", "mitm", "vaults", "sessions", "egress_policies"});
     if (auto* e = top.find("listen")) read_listen(*e, cfg);
     if (auto* e = top.find("ca")) read_ca(*e, cfg);
     if (auto* e = top.find("upstream")) read_upstream(*e, cfg);
@@ -43,6 +43,7 @@ Config read_config(const yaml::Value& root, const std::string& source) {
     if (auto* e = top.find("admin")) read_admin(*e, cfg);
     if (auto* e = top.find("log")) read_log(*e, cfg);
     if (auto* e = top.find("limits")) read_limits(*e, cfg.limits);
+    if (auto* e = top.find("mitm")) read_mitm(*e, cfg);
     // Policies and vaults before sessions, which refer to both.
     if (auto* e = top.find("vaults")) read_vaults(*e, cfg);
     if (auto* e = top.find("egress_policies")) read_egress_policies(*e, cfg);

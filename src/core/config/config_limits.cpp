@@ -9,7 +9,7 @@ void read_limits(const yaml::Value& section, Limits& limits) {
     const auto f = section.section({"max_connections", "max_connections_per_client", "header_bytes", "header_count",
                                     "handshake_timeout", "header_timeout", "idle_timeout", "drain_timeout",
                                     "connect_timeout", "response_timeout", "upstream_idle_timeout", "worker_threads",
-                                    "admin_connections", "sign_body_bytes"});
+                                    "admin_connections", "sign_body_bytes", "h2_max_concurrent_streams"});
     constexpr auto any = std::numeric_limits<std::uint64_t>::max();
     auto count = [&](std::string_view key, std::size_t& out) {
         if (auto* p = f.find(key)) out = static_cast<std::size_t>(p->unsigned_integer(1, any));
@@ -23,6 +23,8 @@ void read_limits(const yaml::Value& section, Limits& limits) {
     count("header_count", limits.header_count);
     count("admin_connections", limits.admin_connections);
     count("sign_body_bytes", limits.sign_body_bytes);
+    if (auto* p = f.find("h2_max_concurrent_streams"))
+        limits.h2_max_concurrent_streams = static_cast<std::size_t>(p->unsigned_integer(1, 10000));
     duration("handshake_timeout", limits.handshake_timeout);
     duration("header_timeout", limits.header_timeout);
     duration("idle_timeout", limits.idle_timeout);

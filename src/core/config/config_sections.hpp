@@ -19,6 +19,7 @@ void read_upstream(const yaml::Value& section, Config& cfg);         // config_s
 void read_store(const yaml::Value& section, Config& cfg);            // config_settings.cpp
 void read_admin(const yaml::Value& section, Config& cfg);            // config_settings.cpp
 void read_log(const yaml::Value& section, Config& cfg);              // config_settings.cpp
+void read_mitm(const yaml::Value& section, Config& cfg);             // config_settings.cpp
 void read_limits(const yaml::Value& section, Limits& limits);        // config_limits.cpp
 void read_vaults(const yaml::Value& section, Config& cfg);           // config_vaults.cpp
 void read_egress_policies(const yaml::Value& section, Config& cfg);  // config_policies.cpp

@@ -1,8 +1,10 @@
-// The small sections: ca, upstream, store, admin and log.
+// The small sections: ca, upstream, store, admin, log and mitm.
 #include "config_sections.hpp"
 
 #include "vaultgate/egress/address.hpp"
 #include "vaultgate/egress/host.hpp"
+
+#include <algorithm>
 
 namespace vaultgate::config_sections {
 
@@ -63,6 +65,22 @@ void read_log(const yaml::Value& section, Config& cfg) {
         if (level != "error" && level != "warn" && level != "info" && level != "debug")
             p->fail("expected one of error, warn, info, debug, got " + shown(level));
         cfg.log_level = level;
+    }
+}
+
+void read_mitm(const yaml::Value& section, Config& cfg) {
+    const auto f = section.section({"alpn"});
+    if (auto* p = f.find("alpn")) {
+        std::vector<std::string> protocols;
+        for (const auto& item : p->list()) {
+            auto name = item.string();
+            if (name != "h2" && name != "http/1.1") item.fail("expected h2 or http/1.1, got " + shown(name));
+            if (std::find(protocols.begin(), protocols.end(), name) != protocols.end())
+                item.fail(shown(name) + " is listed twice");
+            protocols.push_back(std::move(name));
+        }
+        if (protocols.empty()) p->fail("expected at least one protocol: h2, http/1.1");
+        cfg.mitm_alpn = std::move(protocols);
     }
 }
 

@@ -129,6 +129,7 @@ void append_json_line(std::string& out, const AccessLogEntry& e) {
         out.append("0.0");
     if (!e.reason.empty()) text("reason", e.reason);
     if (!e.client.empty()) text("client", e.client);
+    if (!e.proto.empty()) text("proto", e.proto);
     out.push_back('}');
 }
 

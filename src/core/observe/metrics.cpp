@@ -46,6 +46,17 @@ void Metrics::request(std::string_view ingress, int status) {
     ++other_requests_[{std::string(ingress), std::string(status_classes_[cls])}];
 }
 
+void Metrics::proto_request(std::string_view proto) {
+    for (std::size_t i = 0; i < known_protos_.size(); ++i)
+        if (known_protos_[i] == proto) proto_requests_[i].fetch_add(1, std::memory_order_relaxed);
+}
+
+std::uint64_t Metrics::proto_requests(std::string_view proto) const {
+    for (std::size_t i = 0; i < known_protos_.size(); ++i)
+        if (known_protos_[i] == proto) return proto_requests_[i].load(std::memory_order_relaxed);
+    return 0;
+}
+
 void Metrics::injection(std::string_view vault, std::string_view service) {
     const std::pair<std::string_view, std::string_view> key(vault, service);
     std::lock_guard lock(mutex_);
@@ -144,6 +155,12 @@ std::string Metrics::render(const MetricsExtras& extras) const {
         for (const auto& [k, v] : other_requests_)
             line(out, "vaultgate_requests_total{ingress=\"" + escape_label(k.first) + "\",status=\"" + k.second +
                           "\"} " + std::to_string(v));
+        line(out, "# HELP vaultgate_http_requests_total Requests in intercepted and plain-HTTP connections, by the "
+                  "client's HTTP version.");
+        line(out, "# TYPE vaultgate_http_requests_total counter");
+        for (std::size_t i = 0; i < known_protos_.size(); ++i)
+            line(out, "vaultgate_http_requests_total{proto=\"" + std::string(known_protos_[i]) + "\"} " +
+                          std::to_string(proto_requests_[i].load(std::memory_order_relaxed)));
         line(out, "# HELP vaultgate_injections_total Credentials injected, by vault and service.");
         line(out, "# TYPE vaultgate_injections_total counter");
         for (const auto& [k, v] : injections_)

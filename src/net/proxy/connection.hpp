@@ -4,6 +4,7 @@
 #include "net/upstream/runtime.hpp"
 #include "vaultgate/egress/host.hpp"
 #include "vaultgate/http/message.hpp"
+#include "vaultgate/mem/read_buffer.hpp"
 #include "vaultgate/state/gateway_state.hpp"
 
 #include <memory>
@@ -40,9 +41,10 @@ struct RequestLine {
     std::uint64_t bytes_down = 0;
 };
 
-// Records the line of a request to `dest` received at `start`.
+// Records the line of a request to `dest` received at `start`; `proto` is
+// the client's HTTP version ("h1", "h2").
 void record_request(const ClientContext& ctx, std::string_view ingress, const Authority& dest, clock::time_point start,
-                    const RequestLine& line);
+                    const RequestLine& line, std::string_view proto = "h1");
 
 // A fresh context for an accepted socket: its watchdog started and watching it,
 // the client's address (as the accept loop read it), Nagle off, non-blocking.
@@ -74,6 +76,24 @@ awaitable<void> handle_transparent_client(std::shared_ptr<Runtime> rt, tcp::sock
 // After "200 Connection established" to a bound host: TLS with a minted leaf and
 // the request loop that injects credentials.
 awaitable<void> run_mitm(ClientContext ctx, tcp::socket client, Authority dest);
+
+// The requests of an intercepted connection whose client chose h2 (ALPN),
+// after the TLS handshake: each stream runs the pipeline (h2_front.cpp).
+awaitable<void> serve_h2_client(ClientContext& ctx, tls_stream& client, const Authority& dest);
+
+// Absolute-form http:// requests on the proxy listener (plain_http.cpp):
+// allowed only when the session's policy has allow_http for the host; never
+// injected. `required` (transparent mode): the connection's original
+// destination, the only address the request may go to, and only if the name
+// resolves to it.
+awaitable<void> handle_plain_http(ClientContext& ctx, tcp::socket& client, ReadBuffer& buf, RequestHead req,
+                                  std::shared_ptr<const GatewayState> state, clock::time_point start,
+                                  std::optional<tcp::endpoint> required = std::nullopt);
+
+// The destination of a first request on the proxy listener (CONNECT
+// host:port, or an absolute-form http:// URL's authority), for a refusal's
+// log line; none when the target names no valid one.
+std::optional<Authority> first_request_destination(const RequestHead& req);
 
 // After "200 Connection established" to an allowed host: bytes spliced both ways.
 // The sockets stay owned by the caller (whose watchdog already watches the client).

@@ -93,11 +93,12 @@ std::optional<std::string> serialize_for_client(ResponseHead& head, const Redact
 std::optional<std::string> informational_for_client(ResponseHead& info, int client_version_minor,
                                                     const Redactor* redactor);
 
-// Passes each body piece through the redactor before the writer; holds back at
-// most the redactor's window, so a secret split across reads is still caught.
-template <class Stream>
+// Passes each body piece through the redactor before the writer (a
+// BodyWriter, or an HTTP/2 stream's sink); holds back at most the redactor's
+// window, so a secret split across reads or frames is still caught.
+template <class Writer>
 struct RedactingWriter {
-    BodyWriter<Stream>* writer;
+    Writer* writer;
     Redactor* redactor;
     std::string scratch;
 
@@ -427,7 +428,7 @@ awaitable<void> relay_response(ExchangeIo<Client, Upstream>& io, const RequestPl
     }
     BodyResult body;
     if (redactor) {
-        RedactingWriter<Client> redacting{&to_client, redactor, {}};
+        RedactingWriter<BodyWriter<Client>> redacting{&to_client, redactor, {}};
         body = co_await read_response_body(io, rf, std::ref(redacting));
         if (body.outcome == BodyOutcome::ok && co_await redacting.finish()) body.outcome = BodyOutcome::sink_error;
     } else {

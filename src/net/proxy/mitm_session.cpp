@@ -1,5 +1,5 @@
 // The MITM request path: TLS to the client with a leaf for the CONNECT host,
-// then, for each request on the connection: strict parsing, the Host check,
+// then (HTTP/2 clients aside: h2_front.cpp) for each request on the connection: strict parsing, the Host check,
 // injection, a verified TLS connection to the bound origin, and streaming of
 // both bodies. Between requests the upstream connection goes back to the
 // thread's pool, keyed by session and origin, so it is never shared between
@@ -44,24 +44,6 @@ std::string_view client_handshake_reason(const error_code& ec, bool timed_out) {
         }
     }
     return "client_tls_failed";
-}
-
-// The refusal for a failed TLS handshake with a bound origin: a timeout, a
-// certificate that did not verify (untrusted, expired, another host's), or
-// a handshake that failed otherwise (no shared protocol or cipher, an alert).
-Refusal upstream_handshake_refusal(bool timed_out, long verify) {
-    Refusal r;
-    if (timed_out)
-        r = refusal(504, "upstream_timeout", "the TLS handshake with the bound origin timed out");
-    else if (verify != X509_V_OK)
-        r = refusal(502, "upstream_tls_failed",
-                    std::string("the bound origin's certificate did not verify against upstream.ca_file: ") +
-                        X509_verify_cert_error_string(verify));
-    else
-        r = refusal(502, "upstream_handshake_failed",
-                    "the TLS handshake with the bound origin failed (no shared protocol or cipher, or it closed)");
-    r.reason_header = true;
-    return r;
 }
 
 // The MITM session is the pipeline's front (pipeline.hpp) for the requests
@@ -169,6 +151,7 @@ awaitable<bool> MitmSession::handshake() {
         log_warn("mitm: cannot use a leaf certificate for " + dest_.host + ": " + openssl_errors());
         co_return false;
     }
+    if (!ctx_.settings->mitm_alpn.empty()) offer_alpn(client_, ctx_.settings->mitm_alpn);
     const auto start = clock::now();
     ctx_.watchdog->arm(limits_.handshake_timeout);
     auto [ec] = co_await client_.async_handshake(ssl::stream_base::server, use_tuple);
@@ -195,37 +178,8 @@ awaitable<bool> MitmSession::ensure_upstream(bool& reused, ExchangeResult& resul
         reused = true;
         co_return true;
     }
-    tcp::socket socket(client_.get_executor());
-    auto dialed = co_await dial_checked(rt_, *ctx_.settings, *policy_, dest_, socket, *ctx_.watchdog);
-    if (!dialed.ok()) {
-        if (dialed.denied != DenyReason::none)
-            result.refusal = denial(dialed.denied, policy_);
-        else
-            result.refusal = dial_failure(rt_, dest_, dialed, "the bound origin");
-        co_return false;
-    }
-    upstream_.emplace(std::move(socket), *ctx_.settings->upstream_tls);
-    ctx_.watchdog->watch(upstream_->next_layer());
-    if (!expect_upstream_identity(*upstream_, dest_)) {
-        drop_upstream();
-        result.refusal = refusal(502, "upstream_tls_failed", "cannot set up TLS to the bound origin");
-        result.refusal.reason_header = true;
-        co_return false;
-    }
-    ctx_.watchdog->arm(limits_.connect_timeout);
-    auto [ec] = co_await upstream_->async_handshake(ssl::stream_base::client, use_tuple);
-    if (ec) {
-        const bool timed_out = ctx_.watchdog->expired();
-        const long verify = SSL_get_verify_result(upstream_->native_handle());
-        drop_upstream();
-        result.refusal = upstream_handshake_refusal(timed_out, verify);
-        warn_upstream_failure(rt_, result.refusal.reason, dest_,
-                              timed_out             ? std::string("TLS handshake timed out")
-                              : verify != X509_V_OK ? std::string(X509_verify_cert_error_string(verify))
-                                                    : ec.message());
-        co_return false;
-    }
-    co_return true;
+    result.refusal = co_await open_bound_upstream(ctx_, *policy_, dest_, *ctx_.watchdog, upstream_);
+    co_return !result.refusal;
 }
 
 awaitable<HeadOutcome> MitmSession::read_request(RequestHead& req, ParseResult& parsed) {
@@ -307,7 +261,10 @@ awaitable<bool> MitmSession::wait_while_idle() {
 
 awaitable<void> MitmSession::run() {
     ctx_.watchdog->watch(client_.next_layer());
-    if (co_await handshake()) {
+    const bool shaken = co_await handshake();
+    if (shaken && selected_alpn(client_) == "h2") {
+        co_await serve_h2_client(ctx_, client_, dest_);
+    } else if (shaken) {
         // A drain ends keep-alive connections after the request in flight.
         while (co_await serve_request(*this, rt_) && !rt_.draining.load(std::memory_order_relaxed)) {
             // A pipelined request goes on at once, on the same upstream

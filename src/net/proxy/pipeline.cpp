@@ -2,6 +2,7 @@
 
 #include "net/mint/minted_step.hpp"
 #include "net/proxy/proxy_responses.hpp"
+#include "net/upstream/tls_contexts.hpp"
 
 namespace vaultgate::net {
 
@@ -66,6 +67,67 @@ Refusal dial_failure(const Runtime& rt, const Authority& dest, const DialOutcome
         r = refusal(502, "upstream_unreachable", "cannot connect to " + who);
     r.reason_header = true;
     return r;
+}
+
+namespace {
+
+// The refusal for a failed TLS handshake with a bound origin: a timeout, a
+// certificate that did not verify (untrusted, expired, another host's), or
+// a handshake that failed otherwise (no shared protocol or cipher, an alert).
+Refusal upstream_handshake_refusal(bool timed_out, long verify) {
+    Refusal r;
+    if (timed_out)
+        r = refusal(504, "upstream_timeout", "the TLS handshake with the bound origin timed out");
+    else if (verify != X509_V_OK)
+        r = refusal(502, "upstream_tls_failed",
+                    std::string("the bound origin's certificate did not verify against upstream.ca_file: ") +
+                        X509_verify_cert_error_string(verify));
+    else
+        r = refusal(502, "upstream_handshake_failed",
+                    "the TLS handshake with the bound origin failed (no shared protocol or cipher, or it closed)");
+    r.reason_header = true;
+    return r;
+}
+
+}  // namespace
+
+awaitable<Refusal> open_bound_upstream(ClientContext& ctx, const EgressPolicy& policy, const Authority& dest,
+                                       Watchdog& watchdog, std::optional<tls_stream>& upstream) {
+    Runtime& rt = *ctx.rt;
+    tcp::socket socket(watchdog.executor());
+    auto dialed = co_await dial_checked(rt, *ctx.settings, policy, dest, socket, watchdog);
+    if (!dialed.ok()) {
+        if (dialed.denied != DenyReason::none) co_return denial(dialed.denied, &policy);
+        co_return dial_failure(rt, dest, dialed, "the bound origin");
+    }
+    upstream.emplace(std::move(socket), *ctx.settings->upstream_tls);
+    watchdog.watch(upstream->next_layer());
+    const auto drop = [&] {
+        watchdog.unwatch(upstream->next_layer());
+        error_code ignored;
+        upstream->next_layer().close(ignored);
+        upstream.reset();
+    };
+    if (!expect_upstream_identity(*upstream, dest)) {
+        drop();
+        Refusal r = refusal(502, "upstream_tls_failed", "cannot set up TLS to the bound origin");
+        r.reason_header = true;
+        co_return r;
+    }
+    watchdog.arm(ctx.settings->limits.connect_timeout);
+    auto [ec] = co_await upstream->async_handshake(ssl::stream_base::client, use_tuple);
+    if (ec) {
+        const bool timed_out = watchdog.expired();
+        const long verify = SSL_get_verify_result(upstream->native_handle());
+        drop();
+        Refusal r = upstream_handshake_refusal(timed_out, verify);
+        warn_upstream_failure(rt, r.reason, dest,
+                              timed_out             ? std::string("TLS handshake timed out")
+                              : verify != X509_V_OK ? std::string(X509_verify_cert_error_string(verify))
+                                                    : ec.message());
+        co_return r;
+    }
+    co_return Refusal{};
 }
 
 awaitable<void> send_http_refusal(ClientContext& ctx, tcp::socket& client, const Refusal& refusal,

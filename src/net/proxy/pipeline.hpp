@@ -23,6 +23,7 @@
 //   void log(const RequestLine&)                          with its ingress, destination and start
 // The forward calls return the exchange's own coroutines (exchange.hpp), so
 // the pipeline adds no coroutine frame to them.
+#include "net/io/tls_socket.hpp"
 #include "net/mint/minted_credential.hpp"
 #include "net/proxy/connection.hpp"
 #include "net/proxy/exchange.hpp"
@@ -127,6 +128,12 @@ void warn_upstream_failure(const Runtime& rt, std::string_view reason, const Aut
 // also in X-Vaultgate-Reason, and warned of (warn_upstream_failure). `peer`
 // names the other end in the client's message ("the destination").
 Refusal dial_failure(const Runtime& rt, const Authority& dest, const DialOutcome& outcome, std::string_view peer);
+
+// A verified TLS connection to the bound origin `dest`, for a request of a
+// session with `policy`, in `upstream` (its socket watched by `watchdog`);
+// else the refusal: denied, unreachable, or a TLS handshake that failed.
+awaitable<Refusal> open_bound_upstream(ClientContext& ctx, const EgressPolicy& policy, const Authority& dest,
+                                       Watchdog& watchdog, std::optional<tls_stream>& upstream);
 
 // The HTTP/1.1 reply to a refusal on a TCP client; with `half_close`, the
 // client then reads the end of the stream.

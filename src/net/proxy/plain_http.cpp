@@ -2,7 +2,7 @@
 // policy allows plain HTTP to the host, never with a credential (a secret only
 // travels over verified TLS). One request per client connection: the answer
 // carries Connection: close, so a later request to another host starts fresh.
-#include "net/proxy/plain_http.hpp"
+#include "net/proxy/connection.hpp"
 
 #include "net/io/http_io.hpp"
 #include "net/proxy/pipeline.hpp"

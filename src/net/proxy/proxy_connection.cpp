@@ -7,7 +7,6 @@
 #include "net/io/splice.hpp"
 #include "net/proxy/connection.hpp"
 #include "net/proxy/pipeline.hpp"
-#include "net/proxy/plain_http.hpp"
 #include "net/proxy/session_auth.hpp"
 #include "net/upstream/dialer.hpp"
 #include "vaultgate/observe/diag_log.hpp"
@@ -170,7 +169,7 @@ AccessLogEntry access_entry(const ClientContext& ctx, std::string_view ingress, 
 }
 
 void record_request(const ClientContext& ctx, std::string_view ingress, const Authority& dest, clock::time_point start,
-                    const RequestLine& line) {
+                    const RequestLine& line, std::string_view proto) {
     std::string_view method;
     std::string_view target;
     if (line.request) {
@@ -188,6 +187,7 @@ void record_request(const ClientContext& ctx, std::string_view ingress, const Au
     e.bytes_up = line.bytes_up;
     e.bytes_down = line.bytes_down;
     e.reason = std::string(line.reason);
+    e.proto = std::string(proto);
     ctx.rt->record(e);
 }
 

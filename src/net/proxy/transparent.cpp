@@ -9,7 +9,6 @@
 #include "net/io/splice.hpp"
 #include "net/proxy/connection.hpp"
 #include "net/proxy/pipeline.hpp"
-#include "net/proxy/plain_http.hpp"
 #include "net/proxy/session_auth.hpp"
 #include "net/upstream/dialer.hpp"
 #include "vaultgate/egress/client_hello.hpp"

@@ -50,6 +50,7 @@ struct LiveSettings {
     // Differs between reloads: pooled upstream connections opened under
     // other pins or another trust store are never handed to this generation.
     std::uint64_t generation = 0;
+    std::string mitm_alpn;  // mitm.alpn in ALPN wire format, for client-facing handshakes
 };
 
 // Builds the settings of `config`, with a new upstream TLS context; throws
@@ -94,6 +95,7 @@ struct Runtime {
     void record(const AccessLogEntry& e) {
         log->write(e);
         metrics.request(e.ingress, e.status);
+        if (!e.proto.empty()) metrics.proto_request(e.proto);
         if (e.ingress == "denied" && !e.reason.empty()) metrics.denial(e.reason);
     }
 

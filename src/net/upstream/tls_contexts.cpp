@@ -13,20 +13,40 @@ namespace vaultgate::net {
 
 namespace {
 
-// ALPN: offer and accept only http/1.1, so clients never try h2 through the MITM.
+// ALPN upstream: http/1.1 only.
 constexpr unsigned char alpn_http11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
 
-int select_http11(SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in, unsigned int inlen,
-                  void*) {
+// Where a client-facing connection keeps the ALPN list it accepts (offer_alpn).
+int alpn_index() {
+    static const int index = SSL_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+    return index;
+}
+
+// ALPN to clients: the first of the connection's list (mitm.alpn, in
+// vaultgate's order) that the client offers; http/1.1 when none was set.
+int select_alpn(SSL* ssl, const unsigned char** out, unsigned char* outlen, const unsigned char* in, unsigned int inlen,
+                void*) {
+    const auto* wire = static_cast<const std::string*>(SSL_get_ex_data(ssl, alpn_index()));
+    const auto* ours = wire ? reinterpret_cast<const unsigned char*>(wire->data()) : alpn_http11;
+    const auto size = wire ? static_cast<unsigned int>(wire->size()) : sizeof alpn_http11;
     unsigned char* selected = nullptr;
-    if (SSL_select_next_proto(&selected, outlen, alpn_http11, sizeof alpn_http11, in, inlen) ==
-        OPENSSL_NPN_NEGOTIATED) {
+    if (SSL_select_next_proto(&selected, outlen, ours, size, in, inlen) == OPENSSL_NPN_NEGOTIATED) {
         *out = selected;
         return SSL_TLSEXT_ERR_OK;
     }
-    // A client that offers no http/1.1 gets no ALPN answer; if it insists on h2
-    // it fails to talk, which beats speaking a protocol we do not inspect.
+    // A client that offers none of them gets no ALPN answer; if it insists on
+    // another protocol it fails to talk, which beats speaking one we do not inspect.
     return SSL_TLSEXT_ERR_NOACK;
+}
+
+// "h2", "http/1.1" -> the ALPN wire format (each name after its length).
+std::string alpn_wire(const std::vector<std::string>& protocols) {
+    std::string wire;
+    for (const auto& p : protocols) {
+        wire.push_back(static_cast<char>(p.size()));
+        wire.append(p);
+    }
+    return wire;
 }
 
 // Record buffers are freed whenever a connection idles (release_buffers), so
@@ -105,7 +125,7 @@ void configure_client_facing_context(ssl::context& ctx) {
     SSL_CTX_set_num_tickets(native, 1);
     SSL_CTX_set_session_cache_mode(native, SSL_SESS_CACHE_OFF);
     SSL_CTX_set_client_hello_cb(native, offer_tickets_to_tls13_only, nullptr);
-    SSL_CTX_set_alpn_select_cb(native, select_http11, nullptr);
+    SSL_CTX_set_alpn_select_cb(native, select_alpn, nullptr);
     // The server's choice (SSL_OP_CIPHER_SERVER_PREFERENCE above): AES-128-GCM first.
     prefer_aes128(native);
 }
@@ -117,7 +137,19 @@ std::shared_ptr<const LiveSettings> make_live_settings(const Config& config, std
     settings->upstream_tls = std::make_shared<ssl::context>(ssl::context::tls_client);
     configure_upstream_context(*settings->upstream_tls, config.upstream_ca_file);
     settings->generation = generation;
+    settings->mitm_alpn = alpn_wire(config.mitm_alpn);
     return settings;
+}
+
+void offer_alpn(tls_stream& stream, const std::string& wire) {
+    SSL_set_ex_data(stream.native_handle(), alpn_index(), const_cast<std::string*>(&wire));
+}
+
+std::string_view selected_alpn(tls_stream& stream) {
+    const unsigned char* data = nullptr;
+    unsigned int length = 0;
+    SSL_get0_alpn_selected(stream.native_handle(), &data, &length);
+    return data ? std::string_view(reinterpret_cast<const char*>(data), length) : std::string_view();
 }
 
 bool use_leaf(tls_stream& stream, const LeafCertificate& leaf, X509* chain_cert) {

@@ -53,6 +53,8 @@ TEST(ConfigReferenceTest, TheCompleteExampleLoadsWithTheDocumentedDefaults) {
     EXPECT_EQ(l.worker_threads, d.worker_threads);
     EXPECT_EQ(l.admin_connections, d.admin_connections);
     EXPECT_EQ(l.sign_body_bytes, d.sign_body_bytes);
+    EXPECT_EQ(l.h2_max_concurrent_streams, d.h2_max_concurrent_streams);
+    EXPECT_EQ(c.mitm_alpn, defaults.mitm_alpn);
 
     // And so are these; the rest of the example departs from the defaults.
     EXPECT_EQ(c.listen_proxy.to_string(), defaults.listen_proxy.to_string());

@@ -675,5 +675,14 @@ sessions:
     EXPECT_NO_THROW(parse_config(apart, "s.yaml"));
 }
 
+TEST(ConfigTest, MitmAlpnDefaultsToH2ThenHttp11AndTakesEitherAlone) {
+    EXPECT_EQ(parse_config("{}\n", "t.yaml").mitm_alpn, (std::vector<std::string>{"h2", "http/1.1"}));
+    EXPECT_EQ(parse_config("mitm:\n  alpn: [http/1.1]\n", "t.yaml").mitm_alpn, std::vector<std::string>{"http/1.1"});
+    EXPECT_EQ(parse_config("limits:\n  h2_max_concurrent_streams: 8\n", "t.yaml").limits.h2_max_concurrent_streams, 8u);
+    for (const char* bad : {"mitm:\n  alpn: [h3]\n", "mitm:\n  alpn: []\n", "mitm:\n  alpn: [h2, h2]\n",
+                            "mitm:\n  other: 1\n", "limits:\n  h2_max_concurrent_streams: 0\n"})
+        EXPECT_THROW(parse_config(bad, "t.yaml"), ConfigError) << bad;
+}
+
 }  // namespace
 }  // namespace vaultgate

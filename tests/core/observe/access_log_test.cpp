@@ -73,6 +73,17 @@ TEST(AccessLogTest, KeyOrderWithEveryOptionalField) {
                                         "path", "status", "bytes_up", "bytes_down", "ms", "reason", "client"}));
 }
 
+TEST(AccessLogTest, ProtoComesLast) {
+    auto e = spec_entry();
+    e.client = "10.0.0.7";
+    e.proto = "h2";
+    const auto keys = keys_of(to_json_line(e));
+    ASSERT_FALSE(keys.empty());
+    EXPECT_EQ(keys.back(), "proto");
+    EXPECT_EQ(nlohmann::json::parse(to_json_line(e))["proto"], "h2");
+    EXPECT_EQ(to_json_line(spec_entry()).find("proto"), std::string::npos);  // omitted when empty
+}
+
 TEST(AccessLogTest, EmptyOptionalFieldsAreOmitted) {
     AccessLogEntry e;
     e.ts = spec_instant();

@@ -1,0 +1,380 @@
+// The pipeline's front (pipeline.hpp) for the streams of an intercepted
+// connection whose client chose h2: each stream is one request, decided,
+// injected, forwarded, redacted and logged as an HTTP/1.1 request is. The
+// nghttp2 side (frames, flow control, guards) is net/h2; here each stream is
+// translated to the HTTP/1.1 head the pipeline decides, sent to the origin
+// over an HTTP/1.1 connection of its own (from the thread's pool, as the
+// MITM session's), and the origin's answer goes back as HEADERS and DATA.
+#include "net/h2/h1_translation.hpp"
+#include "net/h2/h2_server.hpp"
+#include "net/io/http_io.hpp"
+#include "net/io/tls_socket.hpp"
+#include "net/proxy/connection.hpp"
+#include "net/proxy/pipeline.hpp"
+#include "net/proxy/proxy_responses.hpp"
+#include "net/upstream/upstream_pool.hpp"
+#include "vaultgate/observe/diag_log.hpp"
+
+namespace vaultgate::net {
+
+namespace {
+
+using h2::H2Stream;
+
+constexpr std::size_t upstream_read_size = 64 * 1024;
+
+awaitable<error_code> write_to_stream(H2Stream* stream, std::string_view piece, clock::duration idle) {
+    if (piece.empty()) co_return error_code{};
+    const bool written = co_await stream->write(piece, idle);
+    co_return written ? error_code{} : error_code(asio::error::broken_pipe);
+}
+
+// The client's side of a response body: pieces queued on the stream.
+struct StreamSink {
+    H2Stream* stream;
+    clock::duration idle;
+    awaitable<error_code> operator()(std::string_view piece) const { return write_to_stream(stream, piece, idle); }
+};
+
+class H2StreamFront {
+public:
+    H2StreamFront(ClientContext& ctx, tls_stream& client, const Authority& dest, const std::string& pool_key,
+                  std::shared_ptr<H2Stream> stream)
+        : ctx_(ctx),
+          limits_(ctx.settings->limits),
+          dest_(dest),
+          pool_key_(pool_key),
+          stream_(std::move(stream)),
+          watchdog_(std::make_shared<Watchdog>(client.get_executor())),
+          upstream_buf_(upstream_read_size),
+          io_{client,
+              no_client_bytes_,
+              upstream_,
+              upstream_buf_,
+              *watchdog_,
+              limits_,
+              [](bool&, ExchangeResult&) -> awaitable<bool> { co_return false; },
+              [this] { drop_upstream(); },
+              write_buffer_},
+          start_(clock::now()) {
+        watchdog_->start();
+        stream_->set_watchdog(watchdog_);
+    }
+    ~H2StreamFront() {
+        drop_upstream();
+        watchdog_->stop();
+    }
+    H2StreamFront(const H2StreamFront&) = delete;
+    H2StreamFront& operator=(const H2StreamFront&) = delete;
+
+    std::shared_ptr<const GatewayState> snapshot() { return ctx_.rt->snapshot(); }
+    Decision decide(const GatewayState& state, RequestHead&& req) {
+        const auto type = req.get("content-type");
+        const bool grpc = type && type->substr(0, 16) == "application/grpc";
+        Decision d =
+            decide_bound_request(state, ctx_.session_id, dest_, std::move(req), std::chrono::system_clock::now());
+        // gRPC needs HTTP/2 (trailers) to the origin, which is HTTP/1.1 here:
+        // refused whole rather than mangled (502 is UNAVAILABLE to a gRPC client).
+        if (grpc && !d.refusal) {
+            d.refusal = refusal(502, "grpc_needs_h2_origin", "gRPC needs HTTP/2 to the origin, which this one lacks");
+            d.refusal.reason_header = true;
+        }
+        return d;
+    }
+    awaitable<void> send_refusal(const Refusal& refusal);
+    awaitable<Refusal> read_whole_body(const RequestPlan& plan, WipedBytes& body);
+    awaitable<bool> send_request(const RequestPlan& plan, std::string& wire, ExchangeResult& result);
+    awaitable<void> relay_response(const RequestPlan& plan, Redactor* redactor, ExchangeResult& result);
+    void forward_done(const ExchangeResult& result);
+    void log(const RequestLine& line) { record_request(ctx_, "mitm", dest_, start_, line, "h2"); }
+
+private:
+    awaitable<bool> connect(bool& reused, const RequestPlan& plan, ExchangeResult& result);
+    // Streams the client's DATA to the origin (chunked when `chunked`).
+    awaitable<bool> send_body(bool chunked, ExchangeResult& result);
+    void drop_upstream();
+
+    ClientContext& ctx_;
+    const Limits& limits_;
+    const Authority& dest_;
+    const std::string& pool_key_;
+    std::shared_ptr<H2Stream> stream_;
+    std::shared_ptr<Watchdog> watchdog_;  // this stream's upstream steps; killed when the stream resets
+    std::optional<tls_stream> upstream_;
+    ReadBuffer no_client_bytes_{0};  // the client's bytes come as DATA frames, never through here
+    ReadBuffer upstream_buf_;
+    std::string write_buffer_;
+    ExchangeIo<tls_stream, tls_stream> io_;
+    clock::time_point start_;
+};
+
+void H2StreamFront::drop_upstream() {
+    if (!upstream_) return;
+    watchdog_->unwatch(upstream_->next_layer());
+    error_code ignored;
+    upstream_->next_layer().close(ignored);
+    upstream_.reset();
+    upstream_buf_.consume(upstream_buf_.size());
+}
+
+awaitable<void> H2StreamFront::send_refusal(const Refusal& refusal) {
+    // Rendered as for HTTP/1.1, then taken apart: one renderer for every wire.
+    const std::string text = refusal_response(refusal, dest_);
+    ResponseHead head;
+    const ParseResult parsed = parse_response_head(text, HeadLimits{}, head);
+    const std::string_view body = std::string_view(text).substr(parsed.consumed);
+    const auto fields = h2::response_fields(std::move(head.headers), false);
+    if (!stream_->respond(head.status, fields, body.empty())) co_return;
+    if (!body.empty() && co_await stream_->write(body, limits_.idle_timeout)) stream_->finish();
+}
+
+awaitable<Refusal> H2StreamFront::read_whole_body(const RequestPlan& plan, WipedBytes& out) {
+    const std::size_t limit = limits_.sign_body_bytes;
+    if (plan.framing.kind == BodyKind::content_length && plan.framing.length > limit)
+        co_return body_too_large_to_sign(limit);
+    if (plan.expect_continue) stream_->send_continue();
+    for (;;) {
+        const h2::BodyState state = co_await stream_->read_body(limits_.idle_timeout);
+        if (state == h2::BodyState::end) co_return Refusal{};
+        if (state == h2::BodyState::timed_out) co_return refusal(408, "request_timeout", "the request body stalled");
+        if (state == h2::BodyState::closed) co_return body_cut_short();
+        const std::string_view piece = stream_->body_view();
+        if (piece.size() > limit - out.size()) co_return body_too_large_to_sign(limit);
+        out.append(piece.data(), piece.size());
+        stream_->consume_body(piece.size());
+    }
+}
+
+awaitable<bool> H2StreamFront::connect(bool& reused, const RequestPlan& plan, ExchangeResult& result) {
+    reused = upstream_.has_value();
+    if (upstream_) co_return true;
+    if (auto pooled = this_thread_upstream_pool().take(pool_key_)) {
+        upstream_.emplace(std::move(*pooled));
+        watchdog_->watch(upstream_->next_layer());
+        reused = true;
+        co_return true;
+    }
+    result.refusal = co_await open_bound_upstream(ctx_, plan.session->policy, dest_, *watchdog_, upstream_);
+    co_return !result.refusal;
+}
+
+awaitable<bool> H2StreamFront::send_request(const RequestPlan& plan, std::string& wire, ExchangeResult& result) {
+    bool reused = false;
+    error_code write_error;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        if (!co_await connect(reused, plan, result)) {
+            wipe_string(wire);
+            co_return false;
+        }
+        write_error = co_await write_all(*upstream_, wire, *watchdog_, limits_.idle_timeout);
+        // A pooled connection the origin closed while idle fails on first use;
+        // nothing was delivered, so one retry on a fresh connection is safe.
+        if (write_error && reused && !stream_->closed()) {
+            drop_upstream();
+            continue;
+        }
+        break;
+    }
+    wipe_string(wire);
+    if (write_error) {
+        fail_exchange(io_, result, refusal(502, "upstream_write_failed", "the origin closed the connection"));
+        co_return false;
+    }
+    if (plan.framing.kind == BodyKind::none) co_return true;
+    if (plan.buffered_body) {
+        result.bytes_up = plan.buffered_body->size();
+        if (co_await write_all(*upstream_, *plan.buffered_body, *watchdog_, limits_.idle_timeout)) {
+            fail_exchange(io_, result, refusal(502, "upstream_write_failed", "the origin closed the connection"));
+            co_return false;
+        }
+        co_return true;
+    }
+    if (plan.expect_continue) stream_->send_continue();
+    co_return co_await send_body(plan.framing.kind == BodyKind::chunked, result);
+}
+
+awaitable<bool> H2StreamFront::send_body(bool chunked, ExchangeResult& result) {
+    for (;;) {
+        const h2::BodyState state = co_await stream_->read_body(limits_.idle_timeout);
+        if (state == h2::BodyState::end) break;
+        if (state != h2::BodyState::data) {
+            // Cut without its end: the origin never sees a complete request.
+            drop_upstream();
+            if (state == h2::BodyState::timed_out)
+                result.refusal = refusal(408, "request_timeout", "the request body stalled");
+            else
+                result.reason = "client_aborted";
+            co_return false;
+        }
+        const std::string_view piece = stream_->body_view();
+        std::string_view out = piece;
+        if (chunked) {
+            write_buffer_.clear();
+            append_chunk(write_buffer_, piece);
+            out = write_buffer_;
+        }
+        if (co_await write_all(*upstream_, out, *watchdog_, limits_.idle_timeout)) {
+            fail_exchange(io_, result, refusal(502, "upstream_write_failed", "the origin closed the connection"));
+            co_return false;
+        }
+        result.bytes_up += piece.size();
+        stream_->consume_body(piece.size());
+    }
+    if (chunked && co_await write_all(*upstream_, last_chunk, *watchdog_, limits_.idle_timeout)) {
+        fail_exchange(io_, result, refusal(502, "upstream_write_failed", "the origin closed the connection"));
+        co_return false;
+    }
+    co_return true;
+}
+
+awaitable<void> H2StreamFront::relay_response(const RequestPlan& plan, Redactor* redactor, ExchangeResult& result) {
+    const auto sent_at = clock::now();
+    ResponseHead resp;
+    for (int informational = 0;; ++informational) {
+        ParseResult parsed;
+        const auto outcome =
+            co_await read_head(*upstream_, upstream_buf_, resp, parse_response_head, HeadLimits{}, *watchdog_,
+                               {limits_.response_timeout, limits_.response_timeout}, parsed);
+        if (outcome != HeadOutcome::ok) {
+            if (stream_->closed())
+                result.reason = "client_aborted";
+            else if (outcome == HeadOutcome::timed_out)
+                fail_exchange(io_, result, refusal(504, "upstream_timeout", "the origin did not answer in time"));
+            else
+                fail_exchange(io_, result,
+                              refusal(502, "bad_upstream_response", "the origin sent no valid HTTP response"));
+            drop_upstream();
+            co_return;
+        }
+        if (resp.status >= 200 || resp.status == 101) break;
+        // 1xx heads are not passed on: h2 clients get 100 from vaultgate itself.
+        if (informational >= max_informational_responses) {
+            fail_exchange(
+                io_, result,
+                refusal(502, "bad_upstream_response", "the origin sent too many informational (1xx) responses",
+                        "too_many_informational_responses"));
+            co_return;
+        }
+        resp = ResponseHead{};
+    }
+    result.upstream_seconds = std::chrono::duration<double>(clock::now() - sent_at).count();
+    const auto rframing = response_framing(resp, plan.summary.method);
+    if (resp.status == 101 || !rframing.framing) {
+        fail_exchange(io_, result,
+                      refusal(502, "bad_upstream_response", "the origin's response framing is invalid",
+                              resp.status == 101 ? "unexpected_101" : "bad_upstream_framing"));
+        co_return;
+    }
+    const BodyFraming& rf = *rframing.framing;
+    if (redactor && !content_coding_is_identity(resp)) {
+        fail_exchange(
+            io_, result,
+            refusal(502, "compressed_response_refused", "the origin sent a compressed response to a redacted service"));
+        co_return;
+    }
+    const bool upstream_close = rf.kind == BodyKind::until_close || wants_close(resp.headers, resp.version_minor);
+    // Redaction changes the body's length, so a Content-Length cannot be kept.
+    const bool length_changes = redactor && rf.kind == BodyKind::content_length;
+    if (!serialize_for_client(resp, redactor)) {  // redacts resp's fields in place
+        fail_exchange(io_, result,
+                      refusal(502, "unredactable_response",
+                              "the origin's response head holds the credential in a form that cannot be redacted"));
+        co_return;
+    }
+    const bool no_body = rf.kind == BodyKind::none || (rf.kind == BodyKind::content_length && rf.length == 0);
+    const auto fields = h2::response_fields(std::move(resp.headers), length_changes);
+    result.status = resp.status;
+    if (!stream_->respond(resp.status, fields, no_body)) {
+        drop_upstream();
+        result.reason = "client_gone";
+        co_return;
+    }
+    BodyResult body;
+    StreamSink sink{stream_.get(), limits_.idle_timeout};
+    if (redactor) {
+        RedactingWriter<StreamSink> redacting{&sink, redactor, {}};
+        body = co_await read_response_body(io_, rf, std::ref(redacting));
+        if (body.outcome == BodyOutcome::ok && co_await redacting.finish()) body.outcome = BodyOutcome::sink_error;
+    } else {
+        body = co_await read_response_body(io_, rf, std::ref(sink));
+    }
+    result.bytes_down = body.bytes;
+    if (body.outcome != BodyOutcome::ok) {
+        drop_upstream();
+        // A partial response: the stream's reset is the only honest signal left.
+        stream_->reset(NGHTTP2_INTERNAL_ERROR);
+        result.reason = body.outcome == BodyOutcome::sink_error ? "client_gone" : "response_truncated";
+        co_return;
+    }
+    if (!no_body) stream_->finish();
+    if (upstream_close) drop_upstream();
+    result.keep_upstream = !upstream_close;
+}
+
+void H2StreamFront::forward_done(const ExchangeResult& result) {
+    if (!upstream_) return;
+    if (!result.keep_upstream || !upstream_buf_.empty() || ctx_.rt->draining.load(std::memory_order_relaxed)) {
+        drop_upstream();
+        return;
+    }
+    watchdog_->unwatch(upstream_->next_layer());
+    this_thread_upstream_pool().give(pool_key_, std::move(*upstream_), false);
+    upstream_.reset();
+}
+
+// One stream: refused at once when its head is too large or malformed, else
+// the pipeline.
+awaitable<void> serve_stream(ClientContext& ctx, tls_stream& client, const Authority& dest, const std::string& pool_key,
+                             std::shared_ptr<H2Stream> stream) {
+    H2StreamFront front(ctx, client, dest, pool_key, stream);
+    RequestHead summary;  // for the log line of a refused head: method and path only
+    summary.method = stream->request().method;
+    summary.target = stream->request().path;
+    RequestLine line;
+    line.request = &summary;
+    if (stream->request().too_large) {
+        co_await answer_refusal(
+            front, refusal(431, "bad_request", "the request's header list is larger than the limit", "invalid_request"),
+            line);
+        co_return;
+    }
+    RequestHead head;
+    if (const std::string_view malformed = h2::to_request_head(std::move(stream->request()), head);
+        !malformed.empty()) {
+        log_debug("h2: malformed request on " + dest.host + ": " + std::string(malformed));
+        stream->reset(NGHTTP2_PROTOCOL_ERROR);
+        line.reason = "malformed_request";
+        front.log(line);
+        co_return;
+    }
+    co_await serve_request(front, *ctx.rt, std::move(head));
+}
+
+}  // namespace
+
+awaitable<void> serve_h2_client(ClientContext& ctx, tls_stream& client, const Authority& dest) {
+    const Limits& limits = ctx.settings->limits;
+    h2::H2ServerLimits h2_limits;
+    h2_limits.max_concurrent_streams = static_cast<std::uint32_t>(limits.h2_max_concurrent_streams);
+    h2_limits.header_bytes = limits.header_bytes;
+    h2_limits.header_count = limits.header_count;
+    h2_limits.idle_timeout = limits.idle_timeout;
+    const std::string pool_key = UpstreamPool::key(ctx.session_id, dest.host, dest.port, ctx.settings->generation);
+    h2::H2ServerConnection conn(client, *ctx.watchdog, h2_limits, ctx.rt->draining);
+    co_await conn.run([&](std::shared_ptr<H2Stream> stream) {
+        asio::co_spawn(
+            client.get_executor(),
+            [&, stream]() -> awaitable<void> {
+                try {
+                    co_await serve_stream(ctx, client, dest, pool_key, stream);
+                } catch (...) {
+                    log_exception("h2 stream", std::current_exception());
+                    stream->reset(NGHTTP2_INTERNAL_ERROR);
+                }
+                conn.stream_done();
+            },
+            asio::detached);
+    });
+}
+
+}  // namespace vaultgate::net

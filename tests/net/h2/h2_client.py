@@ -1,0 +1,282 @@
+#!/usr/bin/python3
+"""HTTP/2 clients for vaultgate's tests: through the proxy (CONNECT, then TLS
+with ALPN h2 against the vaultgate CA) to an intercepted host.
+
+  h2_client.py --proxy PORT --ca CA --authority HOST:PORT MODE [ARGS]
+
+Modes (each prints one JSON object):
+  httpx                 GET /echo and POST /upload with python3-httpx, http2=True
+  request PATH [N:V..]  one request with the fields given (the client's own
+                        checks off, so malformed ones go out as they are)
+  hpack-bomb            a request whose fields decode to far more than 64 KiB
+  table-size            a header block that raises the HPACK table past SETTINGS
+  flood KIND            SETTINGS, PING, PRIORITY, empty DATA, rapid-reset or
+                        CONTINUATION frames; then a request on a second
+                        connection opened before the flood
+"""
+import argparse
+import json
+import socket
+import ssl
+import struct
+import sys
+
+import h2.config
+import h2.connection
+import h2.events
+import h2.settings
+
+ENHANCE_YOUR_CALM = 11
+
+
+def open_tls(args):
+    sock = socket.create_connection(("127.0.0.1", args.proxy), timeout=10)
+    sock.sendall(f"CONNECT {args.authority} HTTP/1.1\r\nHost: {args.authority}\r\n\r\n".encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = sock.recv(4096)
+        if not chunk:
+            raise SystemExit("proxy closed during CONNECT")
+        head += chunk
+    if not head.startswith(b"HTTP/1.1 200"):
+        raise SystemExit("CONNECT refused: " + head.decode(errors="replace"))
+    ctx = ssl.create_default_context(cafile=args.ca)
+    ctx.set_alpn_protocols(["h2"])
+    tls = ctx.wrap_socket(sock, server_hostname=args.authority.rsplit(":", 1)[0])
+    if tls.selected_alpn_protocol() != "h2":
+        raise SystemExit("ALPN chose " + str(tls.selected_alpn_protocol()))
+    return tls
+
+
+def new_connection(args):
+    tls = open_tls(args)
+    config = h2.config.H2Configuration(client_side=True, header_encoding="utf-8",
+                                       validate_outbound_headers=False, normalize_outbound_headers=False,
+                                       validate_inbound_headers=False)
+    conn = h2.connection.H2Connection(config=config)
+    conn.initiate_connection()
+    tls.sendall(conn.data_to_send())
+    return tls, conn
+
+
+def base_fields(args, path, method="GET"):
+    return [(":method", method), (":scheme", "https"), (":authority", args.authority), (":path", path)]
+
+
+def recv_or_nothing(tls):
+    """The next bytes, or b"" once the peer closed, failed or went quiet."""
+    try:
+        return tls.recv(65536)
+    except (socket.timeout, ssl.SSLError, OSError):
+        return b""
+
+
+def exchange(tls, conn, stream_id, timeout=10):
+    """Reads until the stream ends, is reset, or the connection goes."""
+    out = {"status": None, "body": "", "reset": None, "goaway": None, "headers": {}, "trailers": {}}
+    tls.settimeout(timeout)
+    while True:
+        data = recv_or_nothing(tls)
+        if not data:
+            out["closed"] = True
+            return out
+        for event in conn.receive_data(data):
+            if isinstance(event, h2.events.ResponseReceived) and event.stream_id == stream_id:
+                hdrs = dict(event.headers)
+                out["status"] = int(hdrs[":status"])
+                out["headers"] = {k: v for k, v in hdrs.items() if not k.startswith(":")}
+            elif isinstance(event, h2.events.TrailersReceived) and event.stream_id == stream_id:
+                out["trailers"] = dict(event.headers)
+            elif isinstance(event, h2.events.DataReceived) and event.stream_id == stream_id:
+                out["body"] += event.data.decode(errors="replace")
+                conn.acknowledge_received_data(event.flow_controlled_length, stream_id)
+            elif isinstance(event, h2.events.StreamReset) and event.stream_id == stream_id:
+                out["reset"] = int(event.error_code)
+                return out
+            elif isinstance(event, h2.events.StreamEnded) and event.stream_id == stream_id:
+                return out
+            elif isinstance(event, h2.events.ConnectionTerminated):
+                out["goaway"] = int(event.error_code)
+                return out
+        pending = conn.data_to_send()
+        if pending:
+            tls.sendall(pending)
+
+
+def one_request(args, fields, body=None, conn_pair=None):
+    tls, conn = conn_pair or new_connection(args)
+    sid = conn.get_next_available_stream_id()
+    conn.send_headers(sid, fields, end_stream=body is None)
+    if body is not None:
+        conn.send_data(sid, body, end_stream=True)
+    tls.sendall(conn.data_to_send())
+    return exchange(tls, conn, sid)
+
+
+def mode_request(args):
+    # NAME=VALUE appends a field; ":NAME=VALUE" replaces that pseudo-field,
+    # "+:NAME=VALUE" adds another, "~:NAME" drops it. \r \n \0 \x01 are escapes.
+    fields = base_fields(args, args.rest[0])
+    for item in args.rest[1:]:
+        name, _, value = item.partition("=")
+        value = value.replace("\\r", "\r").replace("\\n", "\n").replace("\\0", "\0").replace("\\x01", "\x01")
+        if name.startswith("~"):
+            fields = [f for f in fields if f[0] != name[1:]]
+        elif name.startswith("+"):
+            fields.insert(1, (name[1:], value))
+        elif name.startswith(":"):
+            fields = [(n, value if n == name else v) for n, v in fields]
+        else:
+            fields.append((name, value))
+    body = args.body.encode() if args.body is not None else None
+    pair = new_connection(args)
+    out = one_request(args, fields, body, conn_pair=pair)
+    if args.then and not out.get("closed") and out.get("goaway") is None:
+        out["then"] = one_request(args, base_fields(args, args.then), conn_pair=pair)
+    return out
+
+
+def mode_httpx(args):
+    import httpx
+    proxy = f"http://127.0.0.1:{args.proxy}"
+    with httpx.Client(http2=True, proxies=proxy, verify=args.ca, timeout=10) as client:
+        base = f"https://{args.authority}"
+        get = client.get(base + "/echo")
+        post = client.post(base + "/upload", content=b"y" * 100000)
+        return {"get": {"status": get.status_code, "version": get.http_version, "body": get.text},
+                "post": {"status": post.status_code, "version": post.http_version, "body": post.text}}
+
+
+def mode_hpack_bomb(args):
+    # One 4000-byte field enters the dynamic table; 100 one-byte references to
+    # it decode to 400 KB.
+    from hpack import Encoder
+    enc = Encoder()
+    block = enc.encode(base_fields(args, "/echo") + [("x-bomb", "b" * 4000)])
+    block += bytes([0x80 | 62]) * 100  # indexed: the newest dynamic entry
+    tls, conn = new_connection(args)
+    return raw_headers_then_read(tls, conn, 1, block)
+
+
+def mode_table_size(args):
+    # A dynamic table size update (001xxxxx) to 1 MiB, past the 4096 vaultgate allows.
+    update = bytes([0x3F]) + encode_int_rest((1 << 20) - 31)
+    from hpack import Encoder
+    block = update + Encoder().encode(base_fields(args, "/echo"))
+    tls, conn = new_connection(args)
+    return raw_headers_then_read(tls, conn, 1, block)
+
+
+def encode_int_rest(value):
+    out = bytearray()
+    while value >= 128:
+        out.append((value % 128) + 128)
+        value //= 128
+    out.append(value)
+    return bytes(out)
+
+
+def frame(ftype, flags, stream_id, payload=b""):
+    return struct.pack(">I", len(payload))[1:] + bytes([ftype, flags]) + struct.pack(">I", stream_id) + payload
+
+
+def raw_headers_then_read(tls, conn, sid, block):
+    tls.sendall(frame(0x1, 0x4 | 0x1, sid, block))  # HEADERS, END_HEADERS | END_STREAM
+    return read_raw(tls, sid)
+
+
+def read_raw(tls, sid, timeout=10):
+    """Frames by hand: status (a HEADERS on sid), RST_STREAM or GOAWAY codes."""
+    from hpack import Decoder
+    dec = Decoder()
+    out = {"status": None, "reset": None, "goaway": None}
+    buf = b""
+    tls.settimeout(timeout)
+    while True:
+        while len(buf) >= 9:
+            length = int.from_bytes(buf[:3], "big")
+            if len(buf) < 9 + length:
+                break
+            ftype, flags = buf[3], buf[4]
+            stream = int.from_bytes(buf[5:9], "big") & 0x7FFFFFFF
+            payload = buf[9:9 + length]
+            buf = buf[9 + length:]
+            if ftype == 0x7:
+                out["goaway"] = int.from_bytes(payload[4:8], "big")
+                return out
+            if ftype == 0x3 and stream == sid:
+                out["reset"] = int.from_bytes(payload[:4], "big")
+                return out
+            if ftype == 0x1 and stream == sid:
+                out["status"] = int(dict(dec.decode(payload))[":status"])
+                if out["status"] >= 200:
+                    return out
+            elif ftype == 0x1:
+                dec.decode(payload)
+            if ftype == 0x4 and not flags & 1:
+                tls.sendall(frame(0x4, 0x1, 0))
+        data = recv_or_nothing(tls)
+        if not data:
+            out["closed"] = True
+            return out
+        buf += data
+
+
+def flood_bytes(kind, args, conn):
+    from hpack import Encoder
+    enc = Encoder()
+    if kind == "settings":
+        return frame(0x4, 0, 0) * 2000
+    if kind == "ping":
+        return frame(0x6, 0, 0, b"12345678") * 2000
+    if kind == "priority":
+        return b"".join(frame(0x2, 0, 2 * i + 1, struct.pack(">IB", 0, 15)) for i in range(2000))
+    if kind == "empty-data":
+        head = frame(0x1, 0x4, 1, enc.encode(base_fields(args, "/upload", "POST")))
+        return head + frame(0x0, 0, 1) * 2000
+    if kind == "rapid-reset":
+        out = bytearray()
+        for i in range(1000):
+            sid = 2 * i + 1
+            out += frame(0x1, 0x4, sid, enc.encode(base_fields(args, "/echo")))
+            out += frame(0x3, 0, sid, struct.pack(">I", 8))  # RST_STREAM CANCEL
+        return bytes(out)
+    if kind == "continuation":
+        out = bytearray(frame(0x1, 0, 1, enc.encode(base_fields(args, "/echo"))))
+        for i in range(2000):
+            out += frame(0x9, 0, 1, enc.encode([(f"x-c{i}", "v")]))
+        return bytes(out)
+    raise SystemExit("unknown flood " + kind)
+
+
+def mode_flood(args):
+    kind = args.rest[0]
+    bystander = new_connection(args)
+    tls, conn = new_connection(args)
+    conn.clear_outbound_data_buffer()
+    try:
+        tls.sendall(flood_bytes(kind, args, conn))
+    except OSError:
+        pass
+    result = read_raw(tls, 0)
+    other = one_request(args, base_fields(args, "/echo"), conn_pair=bystander)
+    return {"goaway": result["goaway"], "closed": result.get("closed", False), "other_status": other["status"]}
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--proxy", type=int, required=True)
+    p.add_argument("--ca", required=True)
+    p.add_argument("--authority", required=True)
+    p.add_argument("--body")
+    p.add_argument("--then", help="a second request (a path) on the same connection")
+    p.add_argument("mode")
+    p.add_argument("rest", nargs="*")
+    args = p.parse_args()
+    modes = {"httpx": mode_httpx, "request": mode_request, "hpack-bomb": mode_hpack_bomb,
+             "table-size": mode_table_size, "flood": mode_flood}
+    print(json.dumps(modes[args.mode](args)))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
