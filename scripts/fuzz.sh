@@ -18,8 +18,10 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build_dir=${BUILD_DIR:-$root/build-fuzz}
 seconds=${1:-60}
 shift || true
+# fuzz_h2_server needs the network libraries built for the fuzzer: named
+# on the command line only, until its build is part of CI's budget.
 all_targets=(fuzz_request_head fuzz_response_head fuzz_chunked fuzz_host fuzz_config fuzz_client_hello
-  fuzz_sigv4_canonical fuzz_h2_server)
+  fuzz_sigv4_canonical)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all_targets[@]}")
 
