@@ -205,7 +205,7 @@ make_material() {
 # The shipped container config with the upstream section pointed at the origin.
 write_gateway_config() {
     local origin_ip=$1
-    sed -e "s|^  ca_file: system .*|  ca_file: /etc/vaultgate/origin-ca.pem|" \
+    sed -e "s|^  ca_file: system.*|  ca_file: /etc/vaultgate/origin-ca.pem|" \
         -e "s|^  resolve: {}.*|  resolve: { backend.composio.dev: $origin_ip }|" \
         "$repo/docker/vaultgate.compose.yaml" >"$E2E_DIR/vaultgate.e2e.yaml"
     grep -q "backend.composio.dev: $origin_ip" "$E2E_DIR/vaultgate.e2e.yaml" &&
@@ -371,6 +371,7 @@ phase_test() {
 
 sd_ctr=vaultgate-e2e-systemd
 sd() { podman exec "$sd_ctr" "$@"; }
+sdi() { podman exec -i "$sd_ctr" "$@"; }
 sd_journal() { sd journalctl -u vaultgate.service -o cat --no-pager; }
 
 # The unit's config with a TCP admin listener and a token credential (so that
@@ -379,11 +380,11 @@ sd_journal() { sd journalctl -u vaultgate.service -o cat --no-pager; }
 write_systemd_config() {
     sed -e 's|^  admin: unix:/run/vaultgate/admin.sock.*|  admin: 127.0.0.1:3190|' \
         -e 's|^  token_file: null.*|  token_file: /run/credentials/vaultgate.service/admin-token|' \
-        -e 's|^  ca_file: system .*|  ca_file: /etc/vaultgate/origin-ca.pem|' \
+        -e 's|^  ca_file: system.*|  ca_file: /etc/vaultgate/origin-ca.pem|' \
         -e 's|^  resolve: {}.*|  resolve: { backend.composio.dev: 127.0.0.1 }|' \
         "$repo/config/vaultgate.systemd.yaml" >"$1"
-    [ "$(grep -c -e '127.0.0.1:3190' -e 'credentials/vaultgate.service/admin-token' \
-        -e 'origin-ca.pem' -e 'backend.composio.dev: 127.0.0.1' "$1")" = 4 ] ||
+    [ "$(grep -c -e '^  admin: 127.0.0.1:3190' -e '^  token_file: /run/credentials/vaultgate.service/admin-token' \
+        -e '^  ca_file: /etc/vaultgate/origin-ca.pem' -e '^  resolve: { backend.composio.dev: 127.0.0.1 }' "$1")" = 4 ] ||
         die "could not rewrite config/vaultgate.systemd.yaml"
 }
 
@@ -418,24 +419,29 @@ phase_systemd() {
     secret="sk-e2e-$(openssl rand -hex 20)"
     token=$(openssl rand -hex 24)
     sd sh -c 'umask 077 && head -c 32 /dev/urandom > /etc/vaultgate/master.key'
-    printf '%s' "$secret" | sd sh -c 'umask 077 && cat > /etc/vaultgate/composio-api-key'
-    printf '%s' "$token" | sd sh -c 'umask 077 && cat > /etc/vaultgate/admin.token'
-    podman cp "$E2E_DIR/origin/." "$sd_ctr:/origin/"
+    printf '%s' "$secret" | sdi sh -c 'umask 077 && cat > /etc/vaultgate/composio-api-key'
+    printf '%s' "$token" | sdi sh -c 'umask 077 && cat > /etc/vaultgate/admin.token'
+    sd mkdir -p /origin && podman cp "$E2E_DIR/origin/." "$sd_ctr:/origin/"
     podman cp "$E2E_DIR/origin/origin-ca.pem" "$sd_ctr:/etc/vaultgate/origin-ca.pem"
     sd install -d /etc/systemd/system/vaultgate.service.d
     printf '[Service]\nLoadCredential=admin-token:/etc/vaultgate/admin.token\n' |
-        sd sh -c 'cat > /etc/systemd/system/vaultgate.service.d/admin-token.conf'
+        sdi sh -c 'cat > /etc/systemd/system/vaultgate.service.d/admin-token.conf'
     if [ "$VAULTGATE_NOFILE" -lt 65536 ]; then
         # Without CAP_SYS_RESOURCE, systemd cannot raise a hard limit.
         printf '[Service]\nLimitNOFILE=%s\n' "$VAULTGATE_NOFILE" |
-            sd sh -c 'cat > /etc/systemd/system/vaultgate.service.d/nofile.conf'
+            sdi sh -c 'cat > /etc/systemd/system/vaultgate.service.d/nofile.conf'
     fi
     sd systemd-run --unit=origin --quiet python3 /origin/origin.py /origin/origin.pem /origin/origin-key.pem
     sd systemctl daemon-reload
 
     # Type=notify: `systemctl start` returns once vaultgate sent READY=1, so
     # the listeners answer at once, with no retry.
-    check "systemctl start vaultgate succeeds" sd systemctl start vaultgate
+    if ! sd systemctl start vaultgate >"$work/systemd-start.log" 2>&1; then
+        fail "systemctl start vaultgate succeeds" "$(sd_journal | tail -n 8)"
+        podman rm -f "$sd_ctr" >/dev/null 2>&1
+        return
+    fi
+    pass "systemctl start vaultgate succeeds"
     local admin=(curl -sS --max-time 10 -o /dev/null -w '%{http_code}')
     check "Type=notify: the admin listener answers as soon as start returns" \
         test "$(sd "${admin[@]}" http://127.0.0.1:3190/healthz)" = 200
@@ -492,7 +498,7 @@ phase_systemd() {
     grep -E '^✗' "$work/systemd-security.txt" | sed 's/^/   /' >&2
     check "systemd-analyze security rates the unit OK or better" \
         grep -Eq 'Overall exposure level for vaultgate.service: [0-9.]+ (OK|SAFE)' "$work/systemd-security.txt"
-    podman rm -f "$sd_ctr" >/dev/null 2>&1
+    [ "${E2E_KEEP:-0}" = 1 ] || podman rm -f "$sd_ctr" >/dev/null 2>&1
 }
 
 phase_down() {
