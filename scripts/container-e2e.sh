@@ -1,19 +1,23 @@
 #!/usr/bin/env bash
 # End-to-end test of the vaultgate image and the compose gateway, run for real.
 #
-#   sudo scripts/container-e2e.sh [all|setup|build|up|test|down]   (default: all)
+#   sudo scripts/container-e2e.sh [all|setup|build|up|test|systemd|down]   (default: all)
 #
 # On a Debian 12 machine as root: installs podman and podman-compose (unless a
 # Docker engine answers, which is then used with `docker compose`), makes a
 # debian:12 base image with debootstrap if the engine has none, builds
 # docker/Dockerfile, starts docker/compose.yaml with docker/e2e/compose.e2e.yaml
 # over it (a stand-in TLS origin with its own CA, a sandbox with curl and
-# python3), proves from the sandbox what the gateway promises, and tears it all
-# down. The last line is "N passed, M failed"; the exit code is M != 0.
+# python3), proves from the sandbox what the gateway promises, runs
+# config/vaultgate.service under systemd as a podman container's PID 1 (podman
+# only), and tears it all down. The last line is "N passed, M failed"; the exit
+# code is 0 only when nothing failed.
 #
 # Environment: VAULTGATE_IMAGE (default vaultgate:local), E2E_BUILD=0 to reuse
 # an existing image, E2E_KEEP=1 to leave the stack up for a look,
-# BUILD_NICE (10) and BUILD_JOBS (2) for the image build.
+# BUILD_NICE (10) and BUILD_JOBS (2) for the image build, VAULTGATE_NOFILE and
+# VAULTGATE_NPROC for the gateway's ulimits (default: 65536 and 32768, or this
+# shell's hard limits where lower), E2E_WORK for the scratch directory.
 set -uo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -512,6 +516,7 @@ phase_systemd() {
 
 phase_down() {
     local ids
+    command -v "$engine" >/dev/null || { rm -rf "$work"; return 0; }
     dc down -v >"$work/down.log" 2>&1
     ids=$("$engine" ps -a -q --filter "label=com.docker.compose.project=$project")
     [ -z "$ids" ] || "$engine" rm -f $ids >/dev/null 2>&1
@@ -540,6 +545,7 @@ main() {
     fi
     export VAULTGATE_NOFILE=${VAULTGATE_NOFILE:-65536} VAULTGATE_NPROC=${VAULTGATE_NPROC:-32768}
     local step=${1:-all}
+    mkdir -p "$work"
     case $step in
     setup) phase_setup ;;
     build) phase_build ;;
@@ -548,9 +554,10 @@ main() {
     systemd) phase_systemd ;;
     down) phase_down ;;
     all)
+        phase_down
+        mkdir -p "$work"
         phase_setup
         phase_build
-        phase_down
         [ "${E2E_KEEP:-0}" = 1 ] || on_die=phase_down
         phase_up
         phase_test
