@@ -11,6 +11,9 @@
 
 namespace {
 
+// VAULTGATE_COMMIT comes from CMakeLists.txt: the build's git commit, or "unknown".
+constexpr const char* version_line = "vaultgate " VAULTGATE_VERSION " (commit " VAULTGATE_COMMIT ")";
+
 // OpenSSL accepts allocation functions only before its first allocation, and
 // Boost.Asio's SSL support initialises OpenSSL from a static initialiser, so
 // this runs first (priority 101). serve reports it if it failed.
@@ -22,7 +25,7 @@ int main(int argc, char** argv) {
     using namespace vaultgate::cli;
     CLI::App root{"vaultgate: an egress gateway that keeps API keys out of sandboxes.", "vaultgate"};
     root.footer("Exit codes: 0 ok, 1 runtime failure, 2 usage or config error.");
-    root.set_version_flag("--version", std::string("vaultgate ") + VAULTGATE_VERSION, "Print the version and exit");
+    root.set_version_flag("--version", version_line, "Print the version and exit");
     root.require_subcommand(1);
     CommandRun run;
     add_serve_commands(root, run);
@@ -35,7 +38,7 @@ int main(int argc, char** argv) {
     add_store_command(root, run);
     root.add_subcommand("version", "Print the version and exit")->callback([&run] {
         run = [] {
-            std::printf("vaultgate %s\n", VAULTGATE_VERSION);
+            std::printf("%s\n", version_line);
             return 0;
         };
     });

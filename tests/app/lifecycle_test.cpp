@@ -209,6 +209,7 @@ TEST_F(LifecycleTest, CheckConfigExitCodes) {
     r = run_command({VAULTGATE_BINARY, "--version"});
     EXPECT_EQ(r.exit_code, 0);
     EXPECT_EQ(r.out.rfind("vaultgate ", 0), 0u);
+    EXPECT_NE(r.out.find(" (commit "), std::string::npos) << r.out;
 }
 
 TEST_F(LifecycleTest, CaInitWritesAPrivateKeyAndRefusesToOverwrite) {
