@@ -17,6 +17,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
@@ -33,11 +34,25 @@ bool exists(const std::string& path) {
     return ::stat(path.c_str(), &st) == 0;
 }
 
+// systemd hands LoadCredential= files over with mode 0440 in a directory
+// only the service can enter, so group read there opens them to no one else.
+bool in_credentials_directory(const std::string& path) {
+    const char* dir = std::getenv("CREDENTIALS_DIRECTORY");
+    if (dir == nullptr || *dir == '\0') return false;
+    std::error_code ec;
+    const auto parent = std::filesystem::weakly_canonical(path, ec).parent_path();
+    if (ec) return false;
+    const auto credentials = std::filesystem::weakly_canonical(dir, ec);
+    return !ec && parent == credentials;
+}
+
 // Private keys and tokens: like ssh with a private key, refused when the
-// group or others have any access to them.
+// group or others have any access to them (but group read of a systemd
+// credential).
 std::optional<std::string> open_to_others(const std::string& path) {
     struct stat st {};
-    if (::stat(path.c_str(), &st) != 0 || (st.st_mode & 077) == 0) return std::nullopt;
+    const mode_t forbidden = in_credentials_directory(path) ? 037 : 077;
+    if (::stat(path.c_str(), &st) != 0 || (st.st_mode & forbidden) == 0) return std::nullopt;
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
     return path + " is open to group or others (mode " + mode + "); it must be readable by its owner only: chmod 600 " +

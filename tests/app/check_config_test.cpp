@@ -129,6 +129,30 @@ TEST_F(CheckConfigTest, ACaKeyOthersCanReadIsRefused) {
         << r.err;
 }
 
+// systemd's LoadCredential= files are mode 0440 in $CREDENTIALS_DIRECTORY:
+// group read is accepted there, and only there.
+TEST_F(CheckConfigTest, GroupReadIsAcceptedForASystemdCredentialOnly) {
+    ASSERT_EQ(::mkdir(dir_.file("credentials").c_str(), 0500), 0);
+    const auto key = dir_.file("credentials/master-key");
+    ASSERT_EQ(::rename(dir_.file("master.key").c_str(), key.c_str()), 0);
+    replace(dir_.file("master.key"), key);
+    const std::map<std::string, std::string> systemd{{"CREDENTIALS_DIRECTORY", dir_.file("credentials")}};
+
+    ASSERT_EQ(::chmod(key.c_str(), 0440), 0);
+    auto r = check({}, systemd);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out + r.err, "");
+
+    r = check();  // the same file outside a service's credentials
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find(key + " is open to group or others (mode 0440)"), std::string::npos) << r.err;
+
+    ASSERT_EQ(::chmod(key.c_str(), 0444), 0);
+    r = check({}, systemd);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find(key + " is open to group or others (mode 0444)"), std::string::npos) << r.err;
+}
+
 TEST_F(CheckConfigTest, AListenerPortInUseIsRefusedUnlessTheBindCheckIsSkipped) {
     asio::io_context ioc;
     tcp::acceptor busy(ioc, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
