@@ -17,7 +17,8 @@
 # an existing image, E2E_KEEP=1 to leave the stack up for a look,
 # BUILD_NICE (10) and BUILD_JOBS (2) for the image build, VAULTGATE_NOFILE and
 # VAULTGATE_NPROC for the gateway's ulimits (default: 65536 and 32768, or this
-# shell's hard limits where lower), E2E_WORK for the scratch directory.
+# shell's hard limits where lower), E2E_WORK for the scratch directory,
+# E2E_VAULTGATE_BIN for a binary built on this host to run under systemd.
 set -uo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -406,9 +407,14 @@ phase_systemd() {
     local ctx=$work/systemd gw_img state
     [ -f "$E2E_DIR/origin/origin.pem" ] || make_material
     rm -rf "$ctx" && install -d "$ctx"
-    # The binary from the image just built, with the unit and its config as shipped.
-    gw_img=$(podman create "$VAULTGATE_IMAGE") && podman cp "$gw_img:/usr/local/bin/vaultgate" "$ctx/vaultgate" &&
-        podman rm "$gw_img" >/dev/null || die "could not copy vaultgate out of $VAULTGATE_IMAGE"
+    # The binary from the image just built (or E2E_VAULTGATE_BIN, one built on
+    # this Debian 12 host), with the unit and its config as shipped.
+    if [ -n "${E2E_VAULTGATE_BIN:-}" ]; then
+        cp "$E2E_VAULTGATE_BIN" "$ctx/vaultgate" || die "no binary at E2E_VAULTGATE_BIN=$E2E_VAULTGATE_BIN"
+    else
+        gw_img=$(podman create "$VAULTGATE_IMAGE") && podman cp "$gw_img:/usr/local/bin/vaultgate" "$ctx/vaultgate" &&
+            podman rm "$gw_img" >/dev/null || die "could not copy vaultgate out of $VAULTGATE_IMAGE"
+    fi
     cp "$repo/config/vaultgate.service" "$e2e_dir/Dockerfile.systemd" "$ctx/"
     write_systemd_config "$ctx/vaultgate.yaml"
     podman build -f "$ctx/Dockerfile.systemd" -t vaultgate-e2e-systemd:local "$ctx" >"$work/systemd-build.log" 2>&1 ||
