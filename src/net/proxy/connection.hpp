@@ -14,6 +14,10 @@
 
 namespace vaultgate::net {
 
+// Responses (downloads) are read from the origin in pieces of up to four TLS
+// records, on both fronts.
+inline constexpr std::size_t upstream_read_size = 64 * 1024;
+
 struct ClientContext {
     std::shared_ptr<Runtime> rt;
     std::shared_ptr<const LiveSettings> settings;  // as at the accept, for the whole connection

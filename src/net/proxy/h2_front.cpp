@@ -21,8 +21,6 @@ namespace {
 
 using h2::H2Stream;
 
-constexpr std::size_t upstream_read_size = 64 * 1024;
-
 awaitable<error_code> write_to_stream(H2Stream* stream, std::string_view piece, clock::duration idle) {
     if (piece.empty()) co_return error_code{};
     const bool written = co_await stream->write(piece, idle);

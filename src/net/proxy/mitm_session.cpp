@@ -21,9 +21,6 @@ namespace vaultgate::net {
 
 namespace {
 
-// Responses (downloads) are read in pieces of up to four TLS records.
-constexpr std::size_t upstream_read_size = 64 * 1024;
-
 // Why the client's TLS handshake failed, for the access log: what the
 // client's alert says when it sent one, else how it ended.
 std::string_view client_handshake_reason(const error_code& ec, bool timed_out) {
