@@ -18,7 +18,8 @@
 # BUILD_NICE (10) and BUILD_JOBS (2) for the image build, VAULTGATE_NOFILE and
 # VAULTGATE_NPROC for the gateway's ulimits (default: 65536 and 32768, or this
 # shell's hard limits where lower), E2E_WORK for the scratch directory,
-# E2E_VAULTGATE_BIN for a binary built on this host to run under systemd.
+# E2E_VAULTGATE_BIN for a binary built on this host to run under systemd,
+# E2E_SYSTEMD_CONTAINER for that container's name (two runs side by side).
 set -uo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -383,7 +384,7 @@ phase_test() {
 
 # --- config/vaultgate.service under systemd as PID 1 -----------------------------
 
-sd_ctr=vaultgate-e2e-systemd
+sd_ctr=${E2E_SYSTEMD_CONTAINER:-vaultgate-e2e-systemd}
 sd() { podman exec "$sd_ctr" "$@"; }
 sdi() { podman exec -i "$sd_ctr" "$@"; }
 sd_journal() { sd journalctl -u vaultgate.service -o cat --no-pager; }
