@@ -64,7 +64,7 @@ TEST_P(ConfigErrorTest, NamesPlaceAndProblem) {
 // Columns are 1-based and point at the offending key or value.
 const ErrorCase error_cases[] = {
     {"unknown_top_level_key", "listen:\n  proxy: 127.0.0.1:3128\nbogus: 1\n", "t.yaml:3:1: ",
-     "unknown key 'bogus' (allowed: listen, ca, upstream, store, admin, log, limits, vaults, sessions, "
+     "unknown key 'bogus' (allowed: listen, ca, upstream, store, admin, log, limits, mitm, vaults, sessions, "
      "egress_policies)"},
     {"unknown_nested_key", "limits:\n  idle_timeout: 10s\n  idle_timout: 5s\n",
      "t.yaml:3:3: ", "limits: unknown key 'idle_timout' (allowed: max_connections,"},
