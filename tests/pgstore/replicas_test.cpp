@@ -32,12 +32,8 @@ protected:
           bound_(bound_files_.first, bound_files_.second) {}
 
     void SetUp() override {
-        try {
-            pg_ = std::make_unique<PgServer>();
-        } catch (const std::exception& e) {
-            if (std::getenv("VAULTGATE_REQUIRE_ROOT_TESTS")) FAIL() << "PostgreSQL: " << e.what();
-            GTEST_SKIP() << "PostgreSQL cannot start here: " << e.what();
-        }
+        VAULTGATE_START_PG(pg);
+        pg_ = std::move(pg);
         std::string config = serve_config(dir_, pki_, bound_.port(), bound_.port());
         const std::string path_line = "path: " + dir_.file("vaultgate.db");
         config.replace(config.find(path_line), path_line.size(), "url: " + pg_->url());
