@@ -98,13 +98,16 @@ protected:
     }
 
     // CONNECT through `r` with the session: the status line's code, and the
-    // TLS connection when it is 200.
+    // TLS connection when it is 200 and vaultgate intercepts it. Callers poll
+    // while a change propagates: a replica that has the session but not yet
+    // the service tunnels to the origin, whose certificate the proxy CA does
+    // not sign, and that attempt is a null, not a failure.
     std::unique_ptr<RawClient> open_bound(ServeProcess& r, const json& session, std::string* status = nullptr) {
         auto c = std::make_unique<RawClient>(r.proxy_port());
         auto head = c->connect("api.bound.test:" + std::to_string(bound_.port()), proxy_auth(session));
         if (status) *status = head.substr(0, 12);
         if (head.rfind("HTTP/1.1 200", 0) != 0) return nullptr;
-        EXPECT_TRUE(c->start_tls(pki_.proxy_ca_cert, "api.bound.test"));
+        if (!c->start_tls(pki_.proxy_ca_cert, "api.bound.test")) return nullptr;
         return c;
     }
 
