@@ -24,7 +24,9 @@ constexpr std::string_view algorithm = "AWS4-HMAC-SHA256";
 
 // HMAC-SHA256 of `data` under `key` into `out` (32 bytes). The one-shot HMAC()
 // looks the algorithm up again on every call; a signature takes five, so each
-// thread keeps one fetched context and only re-keys it.
+// thread keeps one fetched context and only re-keys it. The context holds the
+// last key's state until the next key: forget_key() replaces it at the end of
+// each signature, so no key derived from the secret outlives the call.
 class ThreadHmac {
 public:
     ThreadHmac() {
@@ -53,14 +55,25 @@ public:
             throw CryptoError("HMAC-SHA256 failed");
     }
 
+    void forget_key() {
+        static constexpr unsigned char blank = 0;
+        if (ctx_ != nullptr) EVP_MAC_init(ctx_, &blank, 1, nullptr);
+    }
+
 private:
     EVP_MAC_CTX* ctx_ = nullptr;
 };
 
-void hmac_sha256(const unsigned char* key, std::size_t key_len, std::string_view data, DerivedKey& out) {
+ThreadHmac& thread_hmac() {
     thread_local ThreadHmac hmac;
-    hmac.compute(key, key_len, data, out);
+    return hmac;
 }
+
+// Forgets the last key when the signature is done or has failed.
+struct ForgetKeyAtExit {
+    ThreadHmac& hmac;
+    ~ForgetKeyAtExit() { hmac.forget_key(); }
+};
 
 bool is_amz_date(std::string_view d) {
     if (d.size() != 16 || d[8] != 'T' || d[15] != 'Z') return false;
@@ -122,12 +135,14 @@ std::string signature(const Secret& secret_access_key, std::string_view amz_date
     WipedBytes first_key;
     first_key.append("AWS4", 4);
     first_key.append(secret_access_key.reveal().data(), secret_access_key.size());
+    ThreadHmac& hmac = thread_hmac();
+    const ForgetKeyAtExit forget{hmac};
     DerivedKey date_key, region_key, service_key, signing_key, result;
-    hmac_sha256(first_key.data(), first_key.size(), amz_date.substr(0, 8), date_key);
-    hmac_sha256(date_key.bytes.data(), date_key.bytes.size(), scope.region, region_key);
-    hmac_sha256(region_key.bytes.data(), region_key.bytes.size(), scope.service, service_key);
-    hmac_sha256(service_key.bytes.data(), service_key.bytes.size(), "aws4_request", signing_key);
-    hmac_sha256(signing_key.bytes.data(), signing_key.bytes.size(), string_to_sign, result);
+    hmac.compute(first_key.data(), first_key.size(), amz_date.substr(0, 8), date_key);
+    hmac.compute(date_key.bytes.data(), date_key.bytes.size(), scope.region, region_key);
+    hmac.compute(region_key.bytes.data(), region_key.bytes.size(), scope.service, service_key);
+    hmac.compute(service_key.bytes.data(), service_key.bytes.size(), "aws4_request", signing_key);
+    hmac.compute(signing_key.bytes.data(), signing_key.bytes.size(), string_to_sign, result);
     return hex_encode(std::string_view(reinterpret_cast<const char*>(result.bytes.data()), result.bytes.size()),
                       /*upper_hex=*/false);
 }
