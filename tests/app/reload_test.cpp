@@ -1,6 +1,7 @@
 // SIGHUP on the real binary: upstream.*, log.* and limits.* take effect
 // without a restart; keys read only at start are named in a warning while the
 // rest of the reload applies; a second SIGTERM during the drain exits at once.
+#include "app/reload.hpp"
 #include "harness.hpp"
 #include "test_text.hpp"
 
@@ -11,6 +12,15 @@
 
 namespace vaultgate::test {
 namespace {
+
+// A changed database URL is named, never shown: the warning goes to the log.
+TEST(ReloadWarnings, AChangedStoreUrlIsNamedNotShown) {
+    Config started, next;
+    started.store_url = "postgresql://vaultgate@db-a.internal/vaultgate?sslpassword=hunter2-secret";
+    next.store_url = "postgresql://vaultgate@db-b.internal/vaultgate";
+    EXPECT_EQ(start_only_changes(started, next), std::vector<std::string>{"store.url changed"});
+    EXPECT_TRUE(start_only_changes(next, next).empty());
+}
 
 class ReloadTest : public ::testing::Test {
 protected:

@@ -78,6 +78,27 @@ std::uint64_t add_sample(VaultStore& store, StoreData& data) {
     return version;
 }
 
+// What libpq reads from the URL is checked, not its text: no password in any
+// spelling, and no URL libpq cannot read, and the refusal quotes none of it.
+TEST(PgStore, AUrlWithAPasswordOrThatLibpqCannotReadIsRefusedUnquoted) {
+    const std::vector<std::pair<std::string, std::string>> cases{
+        {"postgresql://vaultgate:hunter2-secret?x@127.0.0.1:1/db", "holds a password"},
+        {"postgresql://127.0.0.1:1/db?pass%77ord=hunter2-secret", "holds a password"},
+        {"postgresql://127.0.0.1:1/db?application_name=%zzhunter2-secret", "not a URL libpq can read"},
+        {"postgresql://127.0.0.1:1/db?connect_timeout=0", "connect_timeout must be at least 1 second"},
+    };
+    for (const auto& [url, why] : cases) {
+        try {
+            open_pg_store(url, master_key());
+            ADD_FAILURE() << "opened " << url;
+        } catch (const StoreError& e) {
+            const std::string what = e.what();
+            EXPECT_NE(what.find(why), std::string::npos) << url << ": " << what;
+            EXPECT_EQ(what.find("hunter2"), std::string::npos) << url << ": " << what;
+        }
+    }
+}
+
 TEST(PgStore, MigratesOnceAndKeepsEveryChangeAsRows) {
     VAULTGATE_START_PG(pg);
     // Replicas that start at one moment all come up (the schema lock).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
 #include <cstring>
 
 namespace vaultgate::pg {
@@ -37,10 +38,38 @@ long long Result::affected() const {
     return n && *n ? std::atoll(n) : 0;
 }
 
+// What libpq itself reads from the URL decides, not its text: a password in
+// any spelling (user info, `password=`, percent-encoded keywords) is refused,
+// and a URL libpq cannot read is refused without libpq's message, which
+// quotes the part it could not decode.
+void require_usable_url(const std::string& url) {
+    char* error = nullptr;
+    PQconninfoOption* options = PQconninfoParse(url.c_str(), &error);
+    if (options == nullptr) {
+        PQfreemem(error);
+        throw StoreError("database: store.url is not a URL libpq can read");
+    }
+    std::optional<std::string> problem;
+    for (const PQconninfoOption* o = options; o->keyword != nullptr; ++o) {
+        if (o->val == nullptr) continue;
+        if (std::strcmp(o->keyword, "password") == 0)
+            problem = "store.url holds a password; give it through PGPASSFILE (or another libpq source) instead";
+        else if (std::strcmp(o->keyword, "connect_timeout") == 0 && std::atoi(o->val) <= 0)
+            problem = "store.url: connect_timeout must be at least 1 second";
+    }
+    PQconninfoFree(options);
+    if (problem) throw StoreError("database: " + *problem);
+}
+
 std::unique_ptr<PGconn, ConnFinish> connect(const std::string& url) {
-    // Later keywords override earlier ones, so the URL may set its own timeout.
-    const char* keys[] = {"connect_timeout", "application_name", "dbname", nullptr};
-    const char* values[] = {"5", "vaultgate", url.c_str(), nullptr};
+    require_usable_url(url);
+    // Later keywords override earlier ones, so the URL may set its own values.
+    // Without them, no connect, statement or lock wait is endless, and a
+    // connection that died silently is found by TCP within half a minute.
+    const char* keys[] = {"connect_timeout", "keepalives_idle", "tcp_user_timeout", "options",
+                          "application_name", "dbname", nullptr};
+    const char* values[] = {"5", "15", "30000", "-c statement_timeout=30000 -c lock_timeout=30000",
+                            "vaultgate", url.c_str(), nullptr};
     std::unique_ptr<PGconn, ConnFinish> conn(PQconnectdbParams(keys, values, 1));
     if (!conn) throw StoreUnavailable("database: out of memory while connecting");
     if (PQstatus(conn.get()) != CONNECTION_OK)
