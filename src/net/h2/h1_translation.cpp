@@ -1,5 +1,6 @@
 #include "net/h2/h1_translation.hpp"
 
+#include "vaultgate/egress/host.hpp"
 #include "vaultgate/http/message.hpp"
 
 #include <algorithm>
@@ -10,6 +11,15 @@ namespace {
 
 void lower(std::string& s) {
     std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+}
+
+// RFC 9113 §8.3.1: a host field that names another entity than :authority;
+// "x.com" and "X.com:443" name the same one. Either unparsable counts as
+// different; the pipeline refuses a bad authority on its own.
+bool same_entity(std::string_view host, std::string_view authority) {
+    const auto a = parse_authority(host, 443);
+    const auto b = parse_authority(authority, 443);
+    return a.authority && b.authority && *a.authority == *b.authority;
 }
 
 }  // namespace
@@ -35,7 +45,7 @@ std::string_view to_request_head(H2Request&& req, RequestHead& out) {
     if (req.authority.empty()) {
         if (hosts == 0) return "neither :authority nor host";
         req.authority = host;
-    } else if (hosts == 1 && !iequals(host, req.authority)) {
+    } else if (hosts == 1 && !same_entity(host, req.authority)) {
         return "host differs from :authority";
     }
 

@@ -1,5 +1,7 @@
 #include "net/h2/h2_server.hpp"
 
+#include "net/h2/callback_guard.hpp"
+
 #include "net/io/http_io.hpp"
 #include "vaultgate/credentials/validation.hpp"
 #include "vaultgate/observe/diag_log.hpp"
@@ -151,12 +153,12 @@ H2ServerConnection::H2ServerConnection(tls_stream& client, Watchdog& watchdog, c
       last_active_(clock::now()) {
     nghttp2_session_callbacks* cbs = nullptr;
     nghttp2_session_callbacks_new(&cbs);
-    nghttp2_session_callbacks_set_on_begin_frame_callback(cbs, &Callbacks::on_begin_frame);
-    nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, &Callbacks::on_begin_headers);
-    nghttp2_session_callbacks_set_on_header_callback(cbs, &Callbacks::on_header);
-    nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, &Callbacks::on_frame_recv);
-    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, &Callbacks::on_data_chunk);
-    nghttp2_session_callbacks_set_on_stream_close_callback(cbs, &Callbacks::on_stream_close);
+    nghttp2_session_callbacks_set_on_begin_frame_callback(cbs, no_throw<&Callbacks::on_begin_frame>);
+    nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, no_throw<&Callbacks::on_begin_headers>);
+    nghttp2_session_callbacks_set_on_header_callback(cbs, no_throw<&Callbacks::on_header>);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, no_throw<&Callbacks::on_frame_recv>);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, no_throw<&Callbacks::on_data_chunk>);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cbs, no_throw<&Callbacks::on_stream_close>);
     nghttp2_option* opt = nullptr;
     nghttp2_option_new(&opt);
     nghttp2_option_set_no_auto_window_update(opt, 1);
@@ -327,7 +329,9 @@ awaitable<void> H2ServerConnection::idle_check() {
         idle_timer_.expires_at(last_active_ + limits_.idle_timeout);
         co_await idle_timer_.async_wait(use_tuple);
         if (stopping_ || dead_) break;
-        if (running_ == 0 && streams_.empty() && clock::now() - last_active_ >= limits_.idle_timeout) {
+        // Streams no coroutine serves (a client that never ends a body we
+        // answered) do not keep an idle connection open.
+        if (running_ == 0 && clock::now() - last_active_ >= limits_.idle_timeout) {
             nghttp2_session_terminate_session(session_, NGHTTP2_NO_ERROR);
             want_write();
             break;

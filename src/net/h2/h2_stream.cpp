@@ -1,5 +1,6 @@
 #include "net/h2/h2_stream.hpp"
 
+#include "net/h2/callback_guard.hpp"
 #include "net/h2/h2_server.hpp"
 #include "vaultgate/util/secret.hpp"
 
@@ -77,7 +78,7 @@ bool H2Stream::respond(int status, const std::vector<Header>& fields, bool end_s
     const auto nv = to_nv(fields, code);
     nghttp2_data_provider provider{};
     provider.source.ptr = this;
-    provider.read_callback = read_response_body;
+    provider.read_callback = no_throw<&read_response_body>;
     const int rc =
         nghttp2_submit_response(conn_->session(), id_, nv.data(), nv.size(), end_stream ? nullptr : &provider);
     out_finished_ = end_stream;
@@ -167,8 +168,18 @@ void H2Stream::on_field(std::string_view name, std::string_view value) {
 }
 
 void H2Stream::on_data(const std::uint8_t* data, std::size_t len) {
+    if (discarding_) {  // nobody will read it: the windows come back at once
+        nghttp2_session_consume(conn_->session(), id_, len);
+        conn_->want_write();
+        return;
+    }
     body_.append(reinterpret_cast<const char*>(data), len);
     wake();
+}
+
+void H2Stream::discard_body() {
+    discarding_ = true;
+    consume_body(unconsumed());
 }
 
 void H2Stream::on_end_stream() {

@@ -74,6 +74,10 @@ public:
     void finish(std::vector<Header> trailers = {});
     // Ends the stream with RST_STREAM `code` (an error after the head was sent, or a refused request).
     void reset(std::uint32_t code);
+    // The serving coroutine is done (answered, refused, failed): body bytes
+    // the client still sends are dropped and their window given back, so an
+    // unread body cannot stall the connection's other streams.
+    void discard_body();
 
     // Killed when the stream closes early: it cancels the stream's upstream socket.
     void set_watchdog(std::shared_ptr<Watchdog> watchdog) { watchdog_ = std::move(watchdog); }
@@ -104,6 +108,7 @@ private:
     std::string body_;
     std::size_t body_read_ = 0;
     bool body_ended_ = false;
+    bool discarding_ = false;
     // Response body: queued bytes, of which the first out_sent_ went to nghttp2.
     std::string out_;
     std::size_t out_sent_ = 0;

@@ -325,9 +325,10 @@ void H2StreamFront::forward_done(const ExchangeResult& result) {
 awaitable<void> serve_stream(ClientContext& ctx, tls_stream& client, const Authority& dest, const std::string& pool_key,
                              std::shared_ptr<H2Stream> stream) {
     H2StreamFront front(ctx, client, dest, pool_key, stream);
-    RequestHead summary;  // for the log line of a refused head: method and path only
-    summary.method = stream->request().method;
-    summary.target = stream->request().path;
+    // A head refused here is logged with none of the client's bytes, as an
+    // HTTP/1.1 head that cannot be read is: its path may hold a token.
+    RequestHead summary;
+    summary.method = "-";
     RequestLine line;
     line.request = &summary;
     if (stream->request().too_large) {
@@ -369,6 +370,7 @@ awaitable<void> serve_h2_client(ClientContext& ctx, tls_stream& client, const Au
                     log_exception("h2 stream", std::current_exception());
                     stream->reset(NGHTTP2_INTERNAL_ERROR);
                 }
+                stream->discard_body();
                 conn.stream_done();
             },
             asio::detached);

@@ -136,6 +136,41 @@ def mode_request(args):
     return out
 
 
+def mode_unread_body(args):
+    """A gRPC POST that vaultgate refuses at once, then 2 MiB of body sent as
+    the windows allow (more than the connection's window), then a GET on the
+    same connection. `stalled` when the windows did not reopen in 10 s."""
+    import time
+    tls, conn = new_connection(args)
+    sid = conn.get_next_available_stream_id()
+    conn.send_headers(sid, base_fields(args, "/pkg.Service/Method", "POST") +
+                      [("content-type", "application/grpc"), ("te", "trailers")])
+    tls.sendall(conn.data_to_send())
+    out = {"status": None, "stalled": False}
+    left, deadline = 2 * 1024 * 1024, time.monotonic() + 10
+    tls.settimeout(0.2)
+    while left > 0 and not out.get("reset"):
+        window = min(conn.local_flow_control_window(sid), conn.max_outbound_frame_size, left)
+        if window > 0:
+            conn.send_data(sid, b"x" * window)
+            left -= window
+            deadline = time.monotonic() + 10
+        elif time.monotonic() > deadline:
+            out["stalled"] = True
+            break
+        tls.sendall(conn.data_to_send())
+        for event in conn.receive_data(recv_or_nothing(tls) or b""):
+            if isinstance(event, h2.events.ResponseReceived) and event.stream_id == sid:
+                out["status"] = int(dict(event.headers)[":status"])
+            elif isinstance(event, h2.events.StreamReset) and event.stream_id == sid:
+                out["reset"] = int(event.error_code)
+        pending = conn.data_to_send()
+        if pending:
+            tls.sendall(pending)
+    out["then"] = one_request(args, base_fields(args, "/echo"), conn_pair=(tls, conn))
+    return out
+
+
 def mode_httpx(args):
     import httpx
     proxy = f"http://127.0.0.1:{args.proxy}"
@@ -274,7 +309,7 @@ def main():
     p.add_argument("rest", nargs="*")
     args = p.parse_args()
     modes = {"httpx": mode_httpx, "request": mode_request, "hpack-bomb": mode_hpack_bomb,
-             "table-size": mode_table_size, "flood": mode_flood}
+             "table-size": mode_table_size, "flood": mode_flood, "unread-body": mode_unread_body}
     print(json.dumps(modes[args.mode](args)))
 
 

@@ -69,6 +69,14 @@ TEST_F(H2Test, HostFieldIsCheckedWhenAuthorityIsAbsent) {
     EXPECT_TRUE(bound_.requests().empty());
 }
 
+// A host field that names the same entity in another spelling is no mismatch.
+TEST_F(H2Test, AHostFieldSpellingTheAuthorityOtherwiseIsServed) {
+    const auto r = h2_client(bound_authority(),
+                             {"request", "/echo", "host=API.Bound.Test.:" + std::to_string(bound_.port())});
+    EXPECT_EQ(r["status"], 200) << r.dump();
+    EXPECT_EQ(bound_.requests().size(), 1u);
+}
+
 TEST_F(H2Test, MalformedRequestsAreStreamErrorsAndNeverForwarded) {
     const std::vector<std::vector<std::string>> cases = {
         {"request", "/echo", "X-Upper=v"},         // upper-case name
@@ -102,6 +110,17 @@ TEST_F(H2Test, GrpcToAnHttp11OriginIsRefusedNotMangled) {
     EXPECT_EQ(r["status"], 502) << r.dump();
     EXPECT_EQ(r["headers"]["x-vaultgate-reason"], "grpc_needs_h2_origin");
     EXPECT_TRUE(bound_.requests().empty());
+}
+
+// A body nobody reads (its request was refused at once) does not keep the
+// connection's window: more than that window of it still goes through, and
+// the next request on the connection is served.
+TEST_F(H2Test, AnUnreadBodyDoesNotStallTheConnection) {
+    const auto r = h2_client(bound_authority(), {"unread-body"});
+    EXPECT_EQ(r["status"], 502) << r.dump();
+    EXPECT_FALSE(r["stalled"].get<bool>()) << r.dump();
+    EXPECT_EQ(r["then"]["status"], 200) << r.dump();
+    EXPECT_EQ(bound_.requests().size(), 1u);
 }
 
 TEST_F(H2Test, RedactionWorksAcrossDataFrames) {
