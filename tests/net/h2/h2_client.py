@@ -137,9 +137,10 @@ def mode_request(args):
 
 
 def mode_unread_body(args):
-    """A gRPC POST that vaultgate refuses at once, then 2 MiB of body sent as
-    the windows allow (more than the connection's window), then a GET on the
-    same connection. `stalled` when the windows did not reopen in 10 s."""
+    """A gRPC POST that vaultgate refuses at once, then a body (2 MiB, or the
+    size given) sent as the windows allow (more than the connection's window),
+    then a GET on the same connection. `stalled` when the windows did not
+    reopen in 10 s."""
     import time
     tls, conn = new_connection(args)
     sid = conn.get_next_available_stream_id()
@@ -147,10 +148,12 @@ def mode_unread_body(args):
                       [("content-type", "application/grpc"), ("te", "trailers")])
     tls.sendall(conn.data_to_send())
     out = {"status": None, "stalled": False}
-    left, deadline = 2 * 1024 * 1024, time.monotonic() + 10
-    tls.settimeout(0.2)
+    left = int(args.rest[0]) if args.rest else 2 * 1024 * 1024
+    deadline = time.monotonic() + 10
     while left > 0 and not out.get("reset"):
         window = min(conn.local_flow_control_window(sid), conn.max_outbound_frame_size, left)
+        # Wait for a WINDOW_UPDATE only when there is no window left to send in.
+        tls.settimeout(0.2 if window == 0 else 0.0)
         if window > 0:
             conn.send_data(sid, b"x" * window)
             left -= window

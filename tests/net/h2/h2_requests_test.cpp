@@ -2,6 +2,14 @@
 // :authority check, malformed requests, redaction, and the access log's proto.
 #include "h2_fixture.hpp"
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <thread>
+
 namespace vaultgate::test {
 namespace {
 
@@ -115,12 +123,40 @@ TEST_F(H2Test, GrpcToAnHttp11OriginIsRefusedNotMangled) {
 // A body nobody reads (its request was refused at once) does not keep the
 // connection's window: more than that window of it still goes through, and
 // the next request on the connection is served.
+// The proxy runs in this process: its resident set, from /proc.
+long own_rss_kib() {
+    std::ifstream statm("/proc/self/statm");
+    long pages = 0, resident = 0;
+    statm >> pages >> resident;
+    return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
 TEST_F(H2Test, AnUnreadBodyDoesNotStallTheConnection) {
     const auto r = h2_client(bound_authority(), {"unread-body"});
     EXPECT_EQ(r["status"], 502) << r.dump();
     EXPECT_FALSE(r["stalled"].get<bool>()) << r.dump();
     EXPECT_EQ(r["then"]["status"], 200) << r.dump();
     EXPECT_EQ(bound_.requests().size(), 1u);
+}
+
+TEST_F(H2Test, AnUnreadBodyIsDroppedNotBuffered) {
+    // The stream stays open (no END_STREAM) while 64 MiB more arrive: the
+    // proxy must drop them, not keep them for a reader that never comes.
+    const long before = own_rss_kib();
+    std::atomic<bool> done{false};
+    long peak = before;
+    std::thread sampler([&] {
+        for (int i = 0; i < 12000 && !done.load(); ++i) {  // at most 60 s
+            peak = std::max(peak, own_rss_kib());
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+    });
+    const auto r = h2_client(bound_authority(), {"unread-body", std::to_string(64 << 20)});
+    done = true;
+    sampler.join();
+    EXPECT_EQ(r["status"], 502) << r.dump();
+    EXPECT_FALSE(r["stalled"].get<bool>()) << r.dump();
+    EXPECT_LT(peak - before, 16 * 1024) << "the proxy grew by " << (peak - before) << " KiB";
 }
 
 TEST_F(H2Test, RedactionWorksAcrossDataFrames) {
