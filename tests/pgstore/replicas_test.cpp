@@ -1,8 +1,9 @@
 // Replicas of the real binary on one PostgreSQL: a change through one
 // replica's admin API is in force on the others (the bound origin sees the
 // new secret, a revoked session is refused and its connections closed), within
-// 1 s at p99; concurrent rotations lose nothing; an outage leaves the replicas
-// serving their last snapshot and refusing writes, and they catch up after.
+// 1 s at p99, also while they serve requests; concurrent rotations lose
+// nothing; an outage leaves the replicas serving their last snapshot and
+// refusing writes, and they catch up after.
 #include "harness.hpp"
 #include "pg_server.hpp"
 
@@ -13,7 +14,9 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <thread>
+#include <vector>
 
 namespace vaultgate::test {
 namespace {
@@ -217,6 +220,68 @@ TEST_F(ReplicasTest, NinetyNinthPercentileOfPropagationOverAHundredChangesIsUnde
     std::printf("propagation over 100 changes: p50 %.1f ms, p99 %.1f ms, max %.1f ms\n", delays[49] * 1000, p99 * 1000,
                 delays.back() * 1000);
     EXPECT_LT(p99, 1.0);
+}
+
+TEST_F(ReplicasTest, PropagationStaysUnderASecondWhileTheReplicasServeRequests) {
+    const auto two = two_replicas_with_a_session();
+    auto &a = two.a, &b = two.b;
+    const std::string& vault = two.vault;
+    const json& session = two.session;
+    ASSERT_TRUE(eventually([&] { return !secret_seen_through(b, session).empty(); }, 5000));
+    // Two keep-alive clients per replica send requests back to back until the
+    // changes are done (each at most 200000 requests).
+    std::atomic<bool> done{false};
+    std::atomic<long> served{0}, failed{0};
+    std::vector<std::thread> load;
+    for (ServeProcess* r : {&a, &a, &b, &b}) {
+        load.emplace_back([&, r] {
+            auto c = open_bound(*r, session);
+            if (!c) {
+                ++failed;
+                return;
+            }
+            const std::string request = "GET /echo HTTP/1.1\r\nHost: api.bound.test:" +
+                                        std::to_string(bound_.port()) + "\r\nx-api-key: placeholder\r\n\r\n";
+            for (int i = 0; i < 200000 && !done.load(); ++i) {
+                c->write(request);
+                const auto response = c->read_response();
+                if (!response || response->head.rfind("HTTP/1.1 200", 0) != 0) {
+                    ++failed;
+                    return;
+                }
+                ++served;
+            }
+        });
+    }
+    std::vector<double> delays;
+    for (int i = 0; i < 100; ++i) {
+        const auto start = steady::now();
+        const bool even = i % 2 == 0;
+        ASSERT_EQ(api(even ? a : b, "PUT", "/v1/vaults/" + vault + "/credentials/KEY",
+                      {{"value", even ? secret_b : secret_a}})
+                      .status,
+                  200);
+        const int expected = 2 + i;
+        ServeProcess& other = even ? b : a;
+        eventually(
+            [&] {
+                auto r = api(other, "GET", "/v1/vaults/" + vault);
+                return r.status == 200 && json::parse(r.body)["credentials"][0]["version"] == expected;
+            },
+            5000);
+        delays.push_back(std::chrono::duration<double>(steady::now() - start).count());
+    }
+    const long served_during_changes = served.load();
+    done = true;
+    for (auto& t : load) t.join();
+    std::sort(delays.begin(), delays.end());
+    std::printf("under load (%ld requests served): p50 %.1f ms, p99 %.1f ms, max %.1f ms\n", served_during_changes,
+                delays[49] * 1000, delays[98] * 1000, delays.back() * 1000);
+    EXPECT_EQ(failed.load(), 0);
+    EXPECT_GT(served_during_changes, 400) << "the replicas were not under load";
+    EXPECT_LT(delays[98], 1.0);
+    // The last change (through B) is what A's clients now get.
+    EXPECT_EQ(secret_seen_through(a, session), secret_a);
 }
 
 TEST_F(ReplicasTest, AnOutageLeavesTheSnapshotInForceAndTheReplicasCatchUp) {
