@@ -20,7 +20,9 @@
 # VAULTGATE_NPROC for the gateway's ulimits (default: 65536 and 32768, or this
 # shell's hard limits where lower), E2E_WORK for the scratch directory,
 # E2E_VAULTGATE_BIN for a binary built on this host to run under systemd,
-# E2E_SYSTEMD_CONTAINER for that container's name (two runs side by side).
+# E2E_SYSTEMD_CONTAINER for that container's name (two runs side by side),
+# POSTGRES_IMAGE for the replicas' database (default: vaultgate-e2e-postgres:local,
+# built from docker/e2e/Dockerfile.postgres).
 set -uo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
