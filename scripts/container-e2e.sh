@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end test of the vaultgate image and the compose gateway, run for real.
 #
-#   sudo scripts/container-e2e.sh [all|setup|build|up|test|systemd|down]   (default: all)
+#   sudo scripts/container-e2e.sh [all|setup|build|up|test|systemd|replicas|down]   (default: all)
 #
 # On a Debian 12 machine as root: installs podman and podman-compose (unless a
 # Docker engine answers, which is then used with `docker compose`), makes a
@@ -10,7 +10,8 @@
 # over it (a stand-in TLS origin with its own CA, a sandbox with curl and
 # python3), proves from the sandbox what the gateway promises, runs
 # config/vaultgate.service under systemd as a podman container's PID 1 (podman
-# only), and tears it all down. The last line is "N passed, M failed"; the exit
+# only), runs docker/compose.replicas.yaml (two replicas on one PostgreSQL,
+# docker/e2e/replicas.sh), and tears it all down. The last line is "N passed, M failed"; the exit
 # code is 0 only when nothing failed.
 #
 # Environment: VAULTGATE_IMAGE (default vaultgate:local), E2E_BUILD=0 to reuse
@@ -19,7 +20,9 @@
 # VAULTGATE_NPROC for the gateway's ulimits (default: 65536 and 32768, or this
 # shell's hard limits where lower), E2E_WORK for the scratch directory,
 # E2E_VAULTGATE_BIN for a binary built on this host to run under systemd,
-# E2E_SYSTEMD_CONTAINER for that container's name (two runs side by side).
+# E2E_SYSTEMD_CONTAINER for that container's name (two runs side by side),
+# POSTGRES_IMAGE for the replicas' database (default: vaultgate-e2e-postgres:local,
+# built from docker/e2e/Dockerfile.postgres).
 set -uo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -219,16 +222,17 @@ make_material() {
     chown 10001:10001 "$E2E_DIR/secrets"/* && chmod 0400 "$E2E_DIR/secrets"/*
 }
 
-# The shipped container config with the upstream section pointed at the origin.
+# write_gateway_config ORIGIN_IP [SOURCE DEST]: a shipped container config
+# (vaultgate.compose.yaml) with the upstream section pointed at the origin.
 write_gateway_config() {
-    local origin_ip=$1
+    local origin_ip=$1 src=${2:-$repo/docker/vaultgate.compose.yaml} dest=${3:-$E2E_DIR/vaultgate.e2e.yaml}
     sed -e "s|^  ca_file: system.*|  ca_file: /etc/vaultgate/origin-ca.pem|" \
         -e "s|^  resolve: {}.*|  resolve: { backend.composio.dev: $origin_ip }|" \
-        "$repo/docker/vaultgate.compose.yaml" >"$E2E_DIR/vaultgate.e2e.yaml"
-    grep -q "backend.composio.dev: $origin_ip" "$E2E_DIR/vaultgate.e2e.yaml" &&
-        grep -q 'ca_file: /etc/vaultgate/origin-ca.pem' "$E2E_DIR/vaultgate.e2e.yaml" ||
-        die "could not rewrite the upstream section of docker/vaultgate.compose.yaml"
-    chmod 0644 "$E2E_DIR/vaultgate.e2e.yaml"
+        "$src" >"$dest"
+    grep -q "backend.composio.dev: $origin_ip" "$dest" &&
+        grep -q 'ca_file: /etc/vaultgate/origin-ca.pem' "$dest" ||
+        die "could not rewrite the upstream section of ${src#"$repo/"}"
+    chmod 0644 "$dest"
 }
 
 healthy() {
@@ -521,19 +525,29 @@ phase_systemd() {
     [ "${E2E_KEEP:-0}" = 1 ] || podman rm -f "$sd_ctr" >/dev/null 2>&1
 }
 
-phase_down() {
+# The containers, volumes and networks of $project.
+compose_down() {
     local ids
-    command -v "$engine" >/dev/null || { rm -rf "$work"; return 0; }
-    dc down -v >"$work/down.log" 2>&1
+    dc down -v >>"$work/down.log" 2>&1
     ids=$("$engine" ps -a -q --filter "label=com.docker.compose.project=$project")
     [ -z "$ids" ] || "$engine" rm -f $ids >/dev/null 2>&1
     ids=$("$engine" volume ls -q --filter "label=com.docker.compose.project=$project")
     [ -z "$ids" ] || "$engine" volume rm -f $ids >/dev/null 2>&1
     ids=$("$engine" network ls -q --filter "label=com.docker.compose.project=$project")
     [ -z "$ids" ] || "$engine" network rm $ids >/dev/null 2>&1
+}
+
+phase_down() {
+    command -v "$engine" >/dev/null || { rm -rf "$work"; return 0; }
+    compose_down
+    replicas_down
     [ "$engine" = podman ] && podman rm -f "$sd_ctr" >/dev/null 2>&1
     rm -rf "$work"
 }
+
+# The replicas step: docker/compose.replicas.yaml on PostgreSQL.
+# shellcheck source=docker/e2e/replicas.sh
+. "$e2e_dir/replicas.sh"
 
 main() {
     [ "$(id -u)" = 0 ] || die "run as root"
@@ -559,6 +573,7 @@ main() {
     up) phase_up ;;
     test) phase_test ;;
     systemd) phase_systemd ;;
+    replicas) phase_replicas ;;
     down) phase_down ;;
     all)
         phase_down
@@ -569,6 +584,8 @@ main() {
         phase_up
         phase_test
         phase_systemd
+        [ "${E2E_KEEP:-0}" = 1 ] || compose_down
+        phase_replicas
         [ "${E2E_KEEP:-0}" = 1 ] || phase_down
         ;;
     *) die "unknown step $step" ;;
