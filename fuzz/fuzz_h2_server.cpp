@@ -33,7 +33,10 @@ bool well_framed(std::string_view out) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     static asio::io_context ioc;
     static ssl::context tls(ssl::context::tls_server);
+    // An open descriptor that nothing is connected to: the frames go to the
+    // session directly, and the output is taken, never written.
     tcp::socket socket(ioc);
+    socket.open(tcp::v4());
     TlsSocket client(std::move(socket), tls);
     Watchdog watchdog(ioc.get_executor());
     const std::atomic<bool> draining{false};
