@@ -2,9 +2,13 @@
 // connection whose client chose h2: each stream is one request, decided,
 // injected, forwarded, redacted and logged as an HTTP/1.1 request is. The
 // nghttp2 side (frames, flow control, guards) is net/h2; here each stream is
-// translated to the HTTP/1.1 head the pipeline decides, sent to the origin
-// over an HTTP/1.1 connection of its own (from the thread's pool, as the
-// MITM session's), and the origin's answer goes back as HEADERS and DATA.
+// translated to the HTTP/1.1 head the pipeline decides, then sent as a stream
+// of the session's HTTP/2 connection to the origin when the origin speaks h2
+// (net/forward/h2_exchange.hpp, trailers both ways), else over an HTTP/1.1
+// connection of its own (from the thread's pool, as the MITM session's); the
+// origin's answer goes back as HEADERS, DATA and trailers.
+#include "net/forward/client_sides.hpp"
+#include "net/forward/h2_exchange.hpp"
 #include "net/h2/h1_translation.hpp"
 #include "net/h2/h2_server.hpp"
 #include "net/io/http_io.hpp"
@@ -37,8 +41,9 @@ struct StreamSink {
 class H2StreamFront {
 public:
     H2StreamFront(ClientContext& ctx, tls_stream& client, const Authority& dest, const std::string& pool_key,
-                  std::shared_ptr<H2Stream> stream)
-        : ctx_(ctx),
+                  std::shared_ptr<H2Stream> stream, bool te_trailers)
+        : te_trailers_(te_trailers),
+          ctx_(ctx),
           limits_(ctx.settings->limits),
           dest_(dest),
           pool_key_(pool_key),
@@ -59,6 +64,7 @@ public:
         stream_->set_watchdog(watchdog_);
     }
     ~H2StreamFront() {
+        drop_origin_stream();
         drop_upstream();
         watchdog_->stop();
     }
@@ -67,31 +73,29 @@ public:
 
     std::shared_ptr<const GatewayState> snapshot() { return ctx_.rt->snapshot(); }
     Decision decide(const GatewayState& state, RequestHead&& req) {
-        const auto type = req.get("content-type");
-        const bool grpc = type && type->substr(0, 16) == "application/grpc";
-        Decision d =
-            decide_bound_request(state, ctx_.session_id, dest_, std::move(req), std::chrono::system_clock::now());
-        // gRPC needs HTTP/2 (trailers) to the origin, which is HTTP/1.1 here:
-        // refused whole rather than mangled (502 is UNAVAILABLE to a gRPC client).
-        if (grpc && !d.refusal) {
-            d.refusal = refusal(502, "grpc_needs_h2_origin", "gRPC needs HTTP/2 to the origin, which this one lacks");
-            d.refusal.reason_header = true;
-        }
-        return d;
+        return decide_bound_request(state, ctx_.session_id, dest_, std::move(req), std::chrono::system_clock::now());
     }
     awaitable<void> send_refusal(const Refusal& refusal);
     awaitable<Refusal> read_whole_body(const RequestPlan& plan, WipedBytes& body);
-    awaitable<bool> send_request(const RequestPlan& plan, std::string& wire, ExchangeResult& result);
-    awaitable<void> relay_response(const RequestPlan& plan, Redactor* redactor, ExchangeResult& result);
+    awaitable<bool> send_request(RequestPlan& plan, ExchangeResult& result);
+    awaitable<void> relay_response(const RequestPlan& plan, Redactor* redactor, ExchangeResult& result) {
+        if (!origin_stream_) return relay_from_h1(plan, redactor, result);
+        return relay_from_h2(plan, redactor, result);
+    }
     void forward_done(const ExchangeResult& result);
     void log(const RequestLine& line) { record_request(ctx_, "mitm", dest_, start_, line, "h2"); }
 
 private:
+    awaitable<bool> send_h1(RequestPlan& plan, ExchangeResult& result);
+    awaitable<void> relay_from_h1(const RequestPlan& plan, Redactor* redactor, ExchangeResult& result);
+    awaitable<void> relay_from_h2(const RequestPlan& plan, Redactor* redactor, ExchangeResult& result);
+    void drop_origin_stream();
     awaitable<bool> connect(bool& reused, const RequestPlan& plan, ExchangeResult& result);
     // Streams the client's DATA to the origin (chunked when `chunked`).
     awaitable<bool> send_body(bool chunked, ExchangeResult& result);
     void drop_upstream();
 
+    bool te_trailers_;  // the client sent te: trailers (gRPC does), which an h2 origin hears too
     ClientContext& ctx_;
     const Limits& limits_;
     const Authority& dest_;
@@ -99,7 +103,8 @@ private:
     std::shared_ptr<H2Stream> stream_;
     std::shared_ptr<Watchdog> watchdog_;  // this stream's upstream steps; killed when the stream resets
     std::optional<tls_stream> upstream_;
-    ReadBuffer no_client_bytes_{0};  // the client's bytes come as DATA frames, never through here
+    std::shared_ptr<H2OriginStream> origin_stream_;  // the request's, when the origin speaks h2
+    ReadBuffer no_client_bytes_{0};                  // the client's bytes come as DATA frames, never through here
     ReadBuffer upstream_buf_;
     std::string write_buffer_;
     ExchangeIo<tls_stream, tls_stream> io_;
@@ -156,7 +161,49 @@ awaitable<bool> H2StreamFront::connect(bool& reused, const RequestPlan& plan, Ex
     co_return !result.refusal;
 }
 
-awaitable<bool> H2StreamFront::send_request(const RequestPlan& plan, std::string& wire, ExchangeResult& result) {
+void H2StreamFront::drop_origin_stream() {
+    if (!origin_stream_) return;
+    watchdog_->unwatch(*origin_stream_);
+    origin_stream_.reset();
+}
+
+awaitable<bool> H2StreamFront::send_request(RequestPlan& plan, ExchangeResult& result) {
+    const bool grpc = is_grpc(plan.outgoing);
+    OriginRoute route = co_await route_to_origin(ctx_, plan.session->policy, dest_, pool_key_, *watchdog_, upstream_);
+    if (route.refusal) {
+        wipe_head(plan.outgoing);
+        result.refusal = std::move(route.refusal);
+        co_return false;
+    }
+    if (route.h2) {
+        H2ClientBody body{*stream_, plan, limits_.idle_timeout};
+        const bool sent =
+            co_await send_to_h2_origin(*route.h2, plan, te_trailers_, body, limits_, origin_stream_, result);
+        // A reset of the client's stream resets the origin's (the watchdog is killed).
+        if (origin_stream_) watchdog_->watch(*origin_stream_);
+        co_return sent;
+    }
+    if (grpc) {
+        // gRPC needs trailers, so HTTP/2, to the origin, which answered in
+        // HTTP/1.1: refused whole rather than mangled (502 is UNAVAILABLE to a
+        // gRPC client). The connection, unused, goes back to the pool.
+        wipe_head(plan.outgoing);
+        result.refusal = refusal(502, "grpc_needs_h2_origin", "gRPC needs HTTP/2 to the origin, which this one lacks");
+        result.refusal.reason_header = true;
+        result.keep_upstream = true;
+        co_return false;
+    }
+    co_return co_await send_h1(plan, result);
+}
+
+awaitable<void> H2StreamFront::relay_from_h2(const RequestPlan& plan, Redactor* redactor, ExchangeResult& result) {
+    H2ClientResponse out{*stream_, limits_.idle_timeout};
+    co_await relay_from_h2_origin(*origin_stream_, plan, redactor, limits_, out, result);
+}
+
+awaitable<bool> H2StreamFront::send_h1(RequestPlan& plan, ExchangeResult& result) {
+    std::string wire = serialize_request_head(plan.outgoing);
+    wipe_head(plan.outgoing);
     bool reused = false;
     error_code write_error;
     for (int attempt = 0; attempt < 2; ++attempt) {
@@ -225,7 +272,7 @@ awaitable<bool> H2StreamFront::send_body(bool chunked, ExchangeResult& result) {
     co_return true;
 }
 
-awaitable<void> H2StreamFront::relay_response(const RequestPlan& plan, Redactor* redactor, ExchangeResult& result) {
+awaitable<void> H2StreamFront::relay_from_h1(const RequestPlan& plan, Redactor* redactor, ExchangeResult& result) {
     const auto sent_at = clock::now();
     ResponseHead resp;
     for (int informational = 0;; ++informational) {
@@ -310,6 +357,7 @@ awaitable<void> H2StreamFront::relay_response(const RequestPlan& plan, Redactor*
 }
 
 void H2StreamFront::forward_done(const ExchangeResult& result) {
+    drop_origin_stream();
     if (!upstream_) return;
     if (!result.keep_upstream || !upstream_buf_.empty() || ctx_.rt->draining.load(std::memory_order_relaxed)) {
         drop_upstream();
@@ -324,7 +372,10 @@ void H2StreamFront::forward_done(const ExchangeResult& result) {
 // the pipeline.
 awaitable<void> serve_stream(ClientContext& ctx, tls_stream& client, const Authority& dest, const std::string& pool_key,
                              std::shared_ptr<H2Stream> stream) {
-    H2StreamFront front(ctx, client, dest, pool_key, stream);
+    // nghttp2 let te through only as "trailers"; to_request_head drops it.
+    const auto& fields = stream->request().fields;
+    const bool te_trailers = std::any_of(fields.begin(), fields.end(), [](const Header& h) { return h.name == "te"; });
+    H2StreamFront front(ctx, client, dest, pool_key, stream, te_trailers);
     // A head refused here is logged with none of the client's bytes, as an
     // HTTP/1.1 head that cannot be read is: its path may hold a token.
     RequestHead summary;
