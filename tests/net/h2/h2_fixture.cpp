@@ -21,16 +21,15 @@ std::string file_text(const std::string& path) {
 
 }  // namespace
 
-H2Origin::H2Origin(const TempDir& dir, const std::pair<std::string, std::string>& cert_and_key)
+H2Origin::H2Origin(const TempDir& dir, const TestPki& pki, const std::vector<std::string>& hosts)
     : log_path_(dir.file("h2-origin.jsonl")) {
-    std::vector<std::string> argv = {"/usr/bin/python3",
-                                     std::string(VAULTGATE_SOURCE_DIR) + "/tests/net/h2/h2_origin.py",
-                                     "--cert",
-                                     cert_and_key.first,
-                                     "--key",
-                                     cert_and_key.second,
-                                     "--log",
-                                     log_path_};
+    std::vector<std::string> argv = {
+        "/usr/bin/python3", std::string(VAULTGATE_SOURCE_DIR) + "/tests/net/h2/h2_origin.py", "--log", log_path_};
+    for (const auto& host : hosts) {
+        const auto [cert, key] = pki.server_files(dir, host);
+        argv.push_back("--site");
+        argv.push_back(host + "=" + cert + "," + key);
+    }
     const std::string out_path = dir.file("h2-origin.out");
     pid_ = fork();
     if (pid_ == 0) {
@@ -66,7 +65,7 @@ std::vector<nlohmann::json> H2Origin::requests() const {
 }
 
 void H2Test::start_h2_origin() {
-    h2_origin_ = std::make_unique<H2Origin>(dir_, pki_.server_files(dir_, "api.h2.test"));
+    h2_origin_ = std::make_unique<H2Origin>(dir_, pki_, std::vector<std::string>{"api.h2.test", "redact.h2.test"});
     start_proxy();
 }
 
@@ -85,11 +84,13 @@ void H2Test::start_proxy(const std::string& limits, const std::string& extra) {
     std::string services = "      - host: redact.test\n        port: " + port +
                            "\n        auth: { type: api-key, key: BENCH_KEY }\n        redact_response: true\n";
     if (h2_origin_)
-        services += "      - host: api.h2.test\n        port: " + std::to_string(h2_origin_->port()) +
-                    "\n        auth: { type: api-key, header: x-api-key, key: BENCH_KEY }\n";
+        for (const char* host : {"api.h2.test", "redact.h2.test"})
+            services += std::string("      - host: ") + host + "\n        port: " + std::to_string(h2_origin_->port()) +
+                        "\n        auth: { type: api-key, header: x-api-key, key: BENCH_KEY }\n" +
+                        (host[0] == 'r' ? "        redact_response: true\n" : "");
     auto yaml = base_config(dir_, pki_, bound_.port(), bound_.port(), services, extra);
     yaml.replace(yaml.find("    rogue.test: 127.0.0.1\n"), 0,
-                 "    redact.test: 127.0.0.1\n    api.h2.test: 127.0.0.1\n");
+                 "    redact.test: 127.0.0.1\n    api.h2.test: 127.0.0.1\n    redact.h2.test: 127.0.0.1\n");
     yaml.replace(yaml.find("limits:\n") + 8, 0, limits);
     proxy_ = std::make_unique<ProxyUnderTest>(yaml, proxy_threads_);
 }

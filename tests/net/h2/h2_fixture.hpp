@@ -19,7 +19,7 @@ namespace vaultgate::test {
 // that logs every request it received, one JSON line each.
 class H2Origin {
 public:
-    H2Origin(const TempDir& dir, const std::pair<std::string, std::string>& cert_and_key);
+    H2Origin(const TempDir& dir, const TestPki& pki, const std::vector<std::string>& hosts);
     ~H2Origin();
     H2Origin(const H2Origin&) = delete;
     H2Origin& operator=(const H2Origin&) = delete;
@@ -45,6 +45,8 @@ protected:
     std::string redact_authority() const { return "redact.test:" + std::to_string(redacting_.port()); }
     // The HTTP/2 origin's service (h2_origin_test.cpp starts one).
     std::string h2_authority() const { return "api.h2.test:" + std::to_string(h2_origin_->port()); }
+    // The same origin under a service that redacts the secret from responses.
+    std::string h2_redact_authority() const { return "redact.h2.test:" + std::to_string(h2_origin_->port()); }
     void start_h2_origin();
 
     // Runs h2_client.py against `authority`: its JSON answer (null when it failed).

@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """An HTTP/2 origin for vaultgate's tests (python3-h2 over TLS, ALPN h2 only).
 
-    h2_origin.py --cert CERT --key KEY --log FILE
+    h2_origin.py --site HOST=CERT,KEY [--site ...] --log FILE
+
+(one certificate per host name, picked by SNI; the first is the default)
 
 Listens on 127.0.0.1, port 0, and prints "listening PORT". Each request is
 appended to --log as one JSON line: the connection's number, method, path,
@@ -17,6 +19,10 @@ Paths and content types:
   /push               a PUSH_PROMISE before the answer (vaultgate disabled push)
   /big-head           a response head of 100 KiB
   /hold?n=N           held until N requests are in flight on the connection
+  /reset              RST_STREAM (INTERNAL_ERROR) instead of an answer
+  /truncate           a head and part of a body, then RST_STREAM
+  /reflect            the x-api-key value it got, in a field, the body and a
+                      trailer (for a service that redacts)
   anything else       the JSON answer
 """
 import argparse
@@ -112,6 +118,19 @@ class Origin:
             self.conn.send_headers(sid, [(":status", "200"), ("content-type", "application/grpc")])
             self.pending[sid] = [req["body"], [("grpc-status", "0"), ("grpc-message", "echoed")]]
             return
+        if path == "/reset":
+            self.conn.reset_stream(sid, error_code=2)
+            return
+        if path == "/truncate":
+            self.conn.send_headers(sid, [(":status", "200"), ("content-type", "text/plain")])
+            self.conn.send_data(sid, b"partial")
+            self.conn.reset_stream(sid, error_code=2)
+            return
+        if path == "/reflect":
+            key = fields.get("x-api-key", "")
+            self.conn.send_headers(sid, [(":status", "200"), ("x-reflected", key)])
+            self.pending[sid] = [("body:" + key).encode(), [("x-reflected-trailer", key)]]
+            return
         if path == "/push":
             self.raw_push_promise(sid)
         if path == "/big-head":
@@ -164,13 +183,23 @@ def serve(sock, number, log_path):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--cert", required=True)
-    p.add_argument("--key", required=True)
+    p.add_argument("--site", action="append", required=True)
     p.add_argument("--log", required=True)
     args = p.parse_args()
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.load_cert_chain(args.cert, args.key)
-    ctx.set_alpn_protocols(["h2"])
+    contexts = {}
+    for site in args.site:
+        host, _, files = site.partition("=")
+        cert, _, key = files.partition(",")
+        site_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        site_ctx.load_cert_chain(cert, key)
+        site_ctx.set_alpn_protocols(["h2"])
+        contexts[host] = site_ctx
+    ctx = next(iter(contexts.values()))
+
+    def pick(sock, name, _):
+        if name in contexts:
+            sock.context = contexts[name]
+    ctx.sni_callback = pick
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(64)

@@ -168,5 +168,51 @@ TEST_F(H2OriginTest, MaxConcurrentStreamsIsAdvertisedAndEnforced) {
     EXPECT_EQ(h2_origin_->requests().size(), 7u);
 }
 
+TEST_F(H2OriginTest, RedactionScrubsTheHeadBodyAndTrailersFromAnH2Origin) {
+    const auto r = h2_client(h2_redact_authority(), {"request", "/reflect"});
+    EXPECT_EQ(r["status"], 200) << r.dump();
+    EXPECT_EQ(r.dump().find(test_secret), std::string::npos) << r.dump();
+    const std::string placeholder = "vaultgate-placeholder-BENCH_KEY";
+    EXPECT_EQ(r["body"], "body:" + placeholder) << r.dump();
+    EXPECT_EQ(r["headers"]["x-reflected"], placeholder);
+    EXPECT_EQ(r["trailers"]["x-reflected-trailer"], placeholder);
+    const auto raw = h2_client(h2_redact_authority(), {"h1", "/reflect"});
+    const std::string text = raw["raw"];
+    EXPECT_EQ(text.find(test_secret), std::string::npos) << text;
+    EXPECT_NE(text.find("body:" + placeholder), std::string::npos) << text;
+    EXPECT_NE(text.find("x-reflected-trailer: " + placeholder), std::string::npos) << text;
+    EXPECT_EQ(field_values(h2_origin_->requests()[0], "headers", "x-api-key"), std::vector<std::string>{test_secret});
+}
+
+TEST_F(H2OriginTest, AStreamTheOriginResetsBeforeItsHeadIs502) {
+    const auto r = h2_client(h2_authority(), {"--then", "/after", "request", "/reset"});
+    EXPECT_EQ(r["status"], 502) << r.dump();
+    EXPECT_EQ(r["then"]["status"], 200) << r.dump();  // the origin connection goes on
+    const auto seen = h2_origin_->requests();
+    ASSERT_EQ(seen.size(), 2u);
+    EXPECT_EQ(seen[1]["connection"], 1);
+    EXPECT_TRUE(proxy_->wait_for_log("\"reason\":\"bad_upstream_response\""));
+}
+
+// A body the origin cuts after the head: the h2 client's stream is reset
+// (its head may or may not have gone out first), the HTTP/1.1 client's
+// connection closes before the last chunk.
+TEST_F(H2OriginTest, AResponseTheOriginCutsIsCutForTheClient) {
+    const auto r = h2_client(h2_authority(), {"request", "/truncate"});
+    EXPECT_EQ(r["reset"], 2) << r.dump();  // INTERNAL_ERROR, never END_STREAM
+    const auto raw = h2_client(h2_authority(), {"h1", "/truncate"});
+    const std::string text = raw["raw"];
+    EXPECT_NE(text.find("partial"), std::string::npos) << text;
+    EXPECT_EQ(text.find("\r\n0\r\n"), std::string::npos) << text;
+    EXPECT_TRUE(proxy_->wait_for_log("\"reason\":\"response_truncated\""));
+}
+
+TEST_F(H2OriginTest, AnOriginThatDoesNotAnswerInTimeIs504) {
+    start_proxy("  response_timeout: 1s\n");
+    const auto r = h2_client(h2_authority(), {"request", "/hold?n=99"});
+    EXPECT_EQ(r["status"], 504) << r.dump();
+    EXPECT_TRUE(proxy_->wait_for_log("\"reason\":\"upstream_timeout\""));
+}
+
 }  // namespace
 }  // namespace vaultgate::test
