@@ -151,10 +151,12 @@ awaitable<void> MitmSession::send_refusal(const Refusal& refusal) {
 }
 
 // The origin is asked for h2 whenever no HTTP/1.1 connection is at hand;
-// one that speaks it takes the request as a stream.
+// one that speaks it takes the request as a stream. A WebSocket upgrade
+// needs HTTP/1.1 to the origin (vaultgate offers no extended CONNECT), so it
+// takes or dials an HTTP/1.1 connection as before.
 awaitable<bool> MitmSession::send_request(RequestPlan& plan, ExchangeResult& result) {
     policy_ = &plan.session->policy;
-    if (!upstream_) {
+    if (!upstream_ && !plan.websocket) {
         if (Refusal broken = broken_chunked_body(client_buf_, plan)) {
             wipe_head(plan.outgoing);
             result.refusal = std::move(broken);

@@ -207,6 +207,19 @@ TEST_F(H2OriginTest, AResponseTheOriginCutsIsCutForTheClient) {
     EXPECT_TRUE(proxy_->wait_for_log("\"reason\":\"response_truncated\""));
 }
 
+// A WebSocket upgrade needs HTTP/1.1 to the origin: it is never sent as a
+// plain h2 request, and an origin that speaks h2 only fails it.
+TEST_F(H2OriginTest, AWebSocketUpgradeIsNeverSentOverH2) {
+    curl({"--http2", "https://" + h2_authority() + "/first"});  // the h2 connection is open
+    const auto out = curl({"--http1.1", "-o", "/dev/null", "-w", "%{http_code}", "-H", "Upgrade: websocket", "-H",
+                           "Connection: Upgrade", "-H", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", "-H",
+                           "Sec-WebSocket-Version: 13", "https://" + h2_authority() + "/socket"});
+    EXPECT_EQ(out, "502");
+    const auto seen = h2_origin_->requests();
+    ASSERT_EQ(seen.size(), 1u);
+    EXPECT_EQ(seen[0]["path"], "/first");
+}
+
 TEST_F(H2OriginTest, AnOriginThatDoesNotAnswerInTimeIs504) {
     start_proxy("  response_timeout: 1s\n");
     const auto r = h2_client(h2_authority(), {"request", "/hold?n=99"});
