@@ -48,11 +48,11 @@ struct H1ClientBody {
 // The body of an HTTP/2 client's stream, and its trailers.
 struct H2ClientBody {
     h2::H2Stream& stream;
-    const RequestPlan& plan;
+    bool expect_continue;
     clock::duration idle;
 
     awaitable<BodyResult> operator()(OriginSink sink) {
-        if (plan.expect_continue) stream.send_continue();
+        if (expect_continue) stream.send_continue();
         BodyResult r = co_await pump_h2_body(stream, idle, sink);
         co_return r;
     }

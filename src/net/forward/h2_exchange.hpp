@@ -54,49 +54,67 @@ awaitable<BodyResult> pump_h2_body(Stream& stream, clock::duration idle, Sink& s
     co_return r;
 }
 
-// Sends the plan's request as a new stream of `conn` (into `stream`): its
-// head (wiped once nghttp2 holds its copy), then the body from `body`
-// (awaitable<BodyResult>(OriginSink), trailers()) or the buffered one. A body
-// cut short resets the stream, so the origin never sees a complete request.
+// Opens a stream of `conn` for the plan's request and sends its head (wiped
+// once nghttp2 holds its copy); null, with the refusal in `result`, when the
+// connection takes no more streams.
+inline std::shared_ptr<H2OriginStream> open_h2_request(H2OriginConnection& conn, RequestPlan& plan, bool te_trailers,
+                                                       ExchangeResult& result) {
+    std::vector<Header> fields = h2_request_fields(plan.outgoing, te_trailers);
+    wipe_head(plan.outgoing);
+    auto stream = conn.open(fields, injected_field(plan), plan.framing.kind != BodyKind::none);
+    for (Header& h : fields) wipe_string(h.value);
+    if (!stream)
+        result.refusal = refusal(502, "upstream_write_failed", "the origin's HTTP/2 connection takes no more requests");
+    return stream;
+}
+
+// Streams the client's body from `body` (awaitable<BodyResult>(OriginSink),
+// trailers()) to the origin stream, then its trailers. A body cut short
+// resets the stream, so the origin never sees a complete request, unless the
+// origin answered and stopped reading (RFC 9113 section 8.1): its answer stands.
+template <class Body>
+awaitable<BodyResult> stream_h2_body(H2OriginStream& stream, Body& body, clock::duration idle) {
+    const OriginSink sink{&stream, idle};
+    BodyResult sent = co_await body(sink);
+    if (sent.outcome == BodyOutcome::ok)
+        stream.finish(body.trailers());
+    else if (sent.outcome != BodyOutcome::sink_error || stream.status() == 0)
+        stream.reset(NGHTTP2_CANCEL);
+    co_return sent;
+}
+
+// Sends the plan's request as a new stream of `conn` (into `stream`): the
+// head, then the body (buffered, or from `body` as stream_h2_body sends it).
 template <class Body>
 awaitable<bool> send_to_h2_origin(H2OriginConnection& conn, RequestPlan& plan, bool te_trailers, Body& body,
                                   const Limits& limits, std::shared_ptr<H2OriginStream>& stream,
                                   ExchangeResult& result) {
-    const bool has_body = plan.framing.kind != BodyKind::none;
-    std::vector<Header> fields = h2_request_fields(plan.outgoing, te_trailers);
-    wipe_head(plan.outgoing);
-    stream = conn.open(fields, injected_field(plan), has_body);
-    for (Header& h : fields) wipe_string(h.value);
-    if (!stream) {
-        result.refusal = refusal(502, "upstream_write_failed", "the origin's HTTP/2 connection takes no more requests");
-        co_return false;
-    }
-    if (!has_body) co_return true;
-    OriginSink sink{stream.get(), limits.idle_timeout};
+    stream = open_h2_request(conn, plan, te_trailers, result);
+    if (!stream) co_return false;
+    if (plan.framing.kind == BodyKind::none) co_return true;
     BodyResult sent;
     if (plan.buffered_body) {
+        const OriginSink sink{stream.get(), limits.idle_timeout};
         sent.bytes = plan.buffered_body->size();
-        if (co_await sink(*plan.buffered_body)) sent.outcome = BodyOutcome::sink_error;
+        if (co_await sink(*plan.buffered_body))
+            sent.outcome = BodyOutcome::sink_error;
+        else
+            stream->finish();
     } else {
-        sent = co_await body(sink);
+        sent = co_await stream_h2_body(*stream, body, limits.idle_timeout);
     }
     result.bytes_up = sent.bytes;
-    // The origin answered and stopped reading (RFC 9113 section 8.1): its answer stands.
-    if (sent.outcome == BodyOutcome::sink_error && stream->status() != 0) co_return true;
-    if (sent.outcome != BodyOutcome::ok) {
-        stream->reset(NGHTTP2_CANCEL);
-        if (sent.outcome == BodyOutcome::invalid)
-            result.refusal = refusal(400, "bad_chunked_body", std::move(sent.error));
-        else if (sent.outcome == BodyOutcome::timed_out)
-            result.refusal = refusal(408, "request_timeout", "the request body stalled");
-        else if (sent.outcome == BodyOutcome::sink_error)
-            result.refusal = refusal(502, "upstream_write_failed", "the origin closed the stream");
-        else
-            result.reason = "client_aborted";
-        co_return false;
-    }
-    stream->finish(body.trailers());
-    co_return true;
+    if (sent.outcome == BodyOutcome::ok || (sent.outcome == BodyOutcome::sink_error && stream->status() != 0))
+        co_return true;
+    if (sent.outcome == BodyOutcome::invalid)
+        result.refusal = refusal(400, "bad_chunked_body", std::move(sent.error));
+    else if (sent.outcome == BodyOutcome::timed_out)
+        result.refusal = refusal(408, "request_timeout", "the request body stalled");
+    else if (sent.outcome == BodyOutcome::sink_error)
+        result.refusal = refusal(502, "upstream_write_failed", "the origin closed the stream");
+    else
+        result.reason = "client_aborted";
+    co_return false;
 }
 
 // Relays the origin stream's response to `out` (head(), operator(), finish(),

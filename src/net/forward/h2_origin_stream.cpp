@@ -9,7 +9,7 @@
 namespace vaultgate::net {
 
 H2OriginStream::H2OriginStream(std::shared_ptr<H2OriginConnection> conn, asio::any_io_executor ex)
-    : conn_(std::move(conn)), timer_(std::move(ex)) {}
+    : conn_(std::move(conn)), timer_(ex), write_timer_(std::move(ex)) {}
 
 H2OriginStream::~H2OriginStream() {
     // Dropped before it ended (the exchange failed or was cut): the origin
@@ -24,9 +24,9 @@ H2OriginStream::~H2OriginStream() {
         for (Header& h : *list) wipe_string(h.value);
 }
 
-awaitable<bool> H2OriginStream::wait_until(clock::time_point deadline) {
-    timer_.expires_at(deadline);
-    co_await timer_.async_wait(use_tuple);
+awaitable<bool> H2OriginStream::wait_until(asio::steady_timer& timer, clock::time_point deadline) {
+    timer.expires_at(deadline);
+    co_await timer.async_wait(use_tuple);
     co_return clock::now() < deadline;
 }
 
@@ -36,7 +36,7 @@ awaitable<bool> H2OriginStream::write(std::string_view piece, clock::duration id
     conn_->want_write();
     const auto deadline = clock::now() + idle;
     while (!closed_ && out_.full()) {
-        const bool in_time = co_await wait_until(deadline);
+        const bool in_time = co_await wait_until(write_timer_, deadline);
         if (!in_time && out_.full()) co_return false;
     }
     co_return !closed_;
@@ -64,7 +64,7 @@ awaitable<OriginHead> H2OriginStream::read_head(clock::duration timeout) {
         if (too_large_) co_return OriginHead::too_large;
         if (status_ != 0) co_return OriginHead::ready;
         if (closed_) co_return OriginHead::reset;
-        if (!co_await wait_until(deadline) && status_ == 0 && !closed_) co_return OriginHead::timed_out;
+        if (!co_await wait_until(timer_, deadline) && status_ == 0 && !closed_) co_return OriginHead::timed_out;
     }
 }
 
@@ -74,7 +74,7 @@ awaitable<h2::BodyState> H2OriginStream::read_body(clock::duration idle) {
         if (body_.unconsumed() > 0) co_return h2::BodyState::data;
         if (body_.ended()) co_return h2::BodyState::end;
         if (closed_) co_return h2::BodyState::closed;
-        const bool in_time = co_await wait_until(deadline);
+        const bool in_time = co_await wait_until(timer_, deadline);
         if (!in_time && body_.unconsumed() == 0 && !body_.ended() && !closed_) co_return h2::BodyState::timed_out;
     }
 }

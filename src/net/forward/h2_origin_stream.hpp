@@ -73,12 +73,20 @@ public:
     h2::OutgoingBody& request_body() { return out_; }
 
 private:
-    void wake() { timer_.cancel(); }
-    awaitable<bool> wait_until(clock::time_point deadline);
+    void wake() {
+        timer_.cancel();
+        write_timer_.cancel();
+    }
+    // Waits on `timer` for wake() or the deadline: false once the deadline passed.
+    awaitable<bool> wait_until(asio::steady_timer& timer, clock::time_point deadline);
 
     std::shared_ptr<H2OriginConnection> conn_;  // kept while the exchange holds the stream
     std::int32_t id_ = -1;
+    // One timer per direction: the body that arrives and the one that
+    // leaves may be waited for at once (full duplex), and setting a timer's
+    // expiry cancels the other wait.
     asio::steady_timer timer_;
+    asio::steady_timer write_timer_;
     bool closed_ = false;
     std::uint32_t error_code_ = 0;
     h2::OutgoingBody out_;  // the request's body

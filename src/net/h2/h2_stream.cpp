@@ -19,15 +19,15 @@ ssize_t read_response_body(nghttp2_session*, std::int32_t, std::uint8_t* buf, st
 }  // namespace
 
 H2Stream::H2Stream(H2ServerConnection& conn, std::int32_t id, asio::any_io_executor ex)
-    : conn_(&conn), id_(id), timer_(std::move(ex)) {}
+    : conn_(&conn), id_(id), timer_(ex), write_timer_(std::move(ex)) {}
 
 H2Stream::~H2Stream() {
     for (Header& h : request_trailers_) wipe_string(h.value);
 }
 
-awaitable<bool> H2Stream::wait_until(clock::time_point deadline) {
-    timer_.expires_at(deadline);
-    co_await timer_.async_wait(use_tuple);
+awaitable<bool> H2Stream::wait_until(asio::steady_timer& timer, clock::time_point deadline) {
+    timer.expires_at(deadline);
+    co_await timer.async_wait(use_tuple);
     co_return clock::now() < deadline;
 }
 
@@ -37,7 +37,7 @@ awaitable<BodyState> H2Stream::read_body(clock::duration idle) {
         if (closed_) co_return BodyState::closed;
         if (body_.unconsumed() > 0) co_return BodyState::data;
         if (body_.ended()) co_return BodyState::end;
-        const bool in_time = co_await wait_until(deadline);
+        const bool in_time = co_await wait_until(timer_, deadline);
         if (!in_time && body_.unconsumed() == 0 && !body_.ended() && !closed_) co_return BodyState::timed_out;
     }
 }
@@ -76,7 +76,7 @@ awaitable<bool> H2Stream::write(std::string_view piece, clock::duration idle) {
     conn_->want_write();
     const auto deadline = clock::now() + idle;
     while (!closed_ && out_.full()) {
-        const bool in_time = co_await wait_until(deadline);
+        const bool in_time = co_await wait_until(write_timer_, deadline);
         if (!in_time && out_.full()) co_return false;
     }
     co_return !closed_;

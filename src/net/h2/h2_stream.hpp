@@ -53,6 +53,7 @@ public:
     ~H2Stream();
 
     std::int32_t id() const { return id_; }
+    asio::any_io_executor executor() { return timer_.get_executor(); }
     H2Request& request() { return request_; }
     // Reset by either side, or the connection ended: nothing more goes either way.
     bool closed() const { return closed_; }
@@ -98,14 +99,21 @@ public:
     ssize_t read_response(std::uint8_t* buf, std::size_t length, std::uint32_t* flags);
 
 private:
-    void wake() { timer_.cancel(); }
-    // Waits for wake() or the deadline: false once the deadline passed.
-    awaitable<bool> wait_until(clock::time_point deadline);
+    void wake() {
+        timer_.cancel();
+        write_timer_.cancel();
+    }
+    // Waits on `timer` for wake() or the deadline: false once the deadline passed.
+    awaitable<bool> wait_until(asio::steady_timer& timer, clock::time_point deadline);
 
     H2ServerConnection* conn_;
     std::int32_t id_;
     H2Request request_;
+    // One timer per direction: the body that arrives and the one that
+    // leaves may be waited for at once (full duplex), and setting a timer's
+    // expiry cancels the other wait.
     asio::steady_timer timer_;
+    asio::steady_timer write_timer_;
     std::shared_ptr<Watchdog> watchdog_;
     bool closed_ = false;
     IncomingBody body_;  // the request's

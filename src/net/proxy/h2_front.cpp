@@ -38,6 +38,38 @@ struct StreamSink {
     awaitable<error_code> operator()(std::string_view piece) const { return write_to_stream(stream, piece, idle); }
 };
 
+// The client's body on its way to an HTTP/2 origin while the response comes
+// back. The pump owns what it uses, so it may outlive the front when the
+// exchange failed first; it ends with the body, a reset, or an idle stall.
+struct DuplexBody {
+    DuplexBody(std::shared_ptr<H2Stream> client_stream, std::shared_ptr<H2OriginStream> origin_stream,
+               clock::duration idle_timeout, bool continue_first)
+        : client(std::move(client_stream)),
+          origin(std::move(origin_stream)),
+          idle(idle_timeout),
+          expect_continue(continue_first),
+          done_wake(client->executor()) {}
+    std::shared_ptr<H2Stream> client;
+    std::shared_ptr<H2OriginStream> origin;
+    clock::duration idle;
+    bool expect_continue;
+    BodyResult sent;
+    bool done = false;
+    asio::steady_timer done_wake;
+};
+
+awaitable<void> pump_duplex_body(std::shared_ptr<DuplexBody> duplex) {
+    H2ClientBody body{*duplex->client, duplex->expect_continue, duplex->idle};
+    try {
+        duplex->sent = co_await stream_h2_body(*duplex->origin, body, duplex->idle);
+    } catch (...) {
+        log_exception("h2 request body", std::current_exception());
+        duplex->origin->reset(NGHTTP2_INTERNAL_ERROR);
+    }
+    duplex->done = true;
+    duplex->done_wake.cancel();
+}
+
 class H2StreamFront {
 public:
     H2StreamFront(ClientContext& ctx, tls_stream& client, const Authority& dest, const std::string& pool_key,
@@ -104,6 +136,7 @@ private:
     std::shared_ptr<Watchdog> watchdog_;  // this stream's upstream steps; killed when the stream resets
     std::optional<tls_stream> upstream_;
     std::shared_ptr<H2OriginStream> origin_stream_;  // the request's, when the origin speaks h2
+    std::shared_ptr<DuplexBody> duplex_;             // its streamed body, when it has one
     ReadBuffer no_client_bytes_{0};                  // the client's bytes come as DATA frames, never through here
     ReadBuffer upstream_buf_;
     std::string write_buffer_;
@@ -176,9 +209,21 @@ awaitable<bool> H2StreamFront::send_request(RequestPlan& plan, ExchangeResult& r
         co_return false;
     }
     if (route.h2) {
-        H2ClientBody body{*stream_, plan, limits_.idle_timeout};
-        const bool sent =
-            co_await send_to_h2_origin(*route.h2, plan, te_trailers_, body, limits_, origin_stream_, result);
+        // A streamed body goes up while the response comes down (full duplex,
+        // as gRPC streams need); a buffered one (aws-sigv4) first.
+        bool sent = false;
+        if (plan.framing.kind != BodyKind::none && !plan.buffered_body) {
+            origin_stream_ = open_h2_request(*route.h2, plan, te_trailers_, result);
+            if (origin_stream_) {
+                duplex_ =
+                    std::make_shared<DuplexBody>(stream_, origin_stream_, limits_.idle_timeout, plan.expect_continue);
+                asio::co_spawn(watchdog_->executor(), pump_duplex_body(duplex_), asio::detached);
+                sent = true;
+            }
+        } else {
+            H2ClientBody body{*stream_, plan.expect_continue, limits_.idle_timeout};
+            sent = co_await send_to_h2_origin(*route.h2, plan, te_trailers_, body, limits_, origin_stream_, result);
+        }
         // A reset of the client's stream resets the origin's (the watchdog is killed).
         if (origin_stream_) watchdog_->watch(*origin_stream_);
         co_return sent;
@@ -199,6 +244,15 @@ awaitable<bool> H2StreamFront::send_request(RequestPlan& plan, ExchangeResult& r
 awaitable<void> H2StreamFront::relay_from_h2(const RequestPlan& plan, Redactor* redactor, ExchangeResult& result) {
     H2ClientResponse out{*stream_, limits_.idle_timeout};
     co_await relay_from_h2_origin(*origin_stream_, plan, redactor, limits_, out, result);
+    if (!duplex_) co_return;
+    // A response that went out whole waits for the request body's end (its
+    // bytes go in the log line); after a failure the pump ends on its own.
+    if (result.refusal || !result.reason.empty()) co_return;
+    while (!duplex_->done) {
+        duplex_->done_wake.expires_at(clock::time_point::max());
+        co_await duplex_->done_wake.async_wait(use_tuple);
+    }
+    result.bytes_up = duplex_->sent.bytes;
 }
 
 awaitable<bool> H2StreamFront::send_h1(RequestPlan& plan, ExchangeResult& result) {

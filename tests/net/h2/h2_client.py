@@ -11,6 +11,8 @@ Modes (each prints one JSON object):
                         --trailer N=V sends request trailers after the body,
                         --grpc-body TEXT a gRPC-framed message as the body
   concurrent N PATH     N requests at once on one connection
+  bidi PATH             a gRPC stream: one message, its echo awaited before the
+                        second message ends the request
   h1 PATH [N:V..]       one HTTP/1.1 GET (ALPN http/1.1): the raw response text
   settings              the SETTINGS vaultgate sends first
   hpack-bomb            a request whose fields decode to far more than 64 KiB
@@ -182,6 +184,42 @@ def mode_concurrent(args):
         if pending:
             tls.sendall(pending)
     return {"responses": [results[sid] for sid in ids]}
+
+
+def mode_bidi(args):
+    tls, conn = new_connection(args)
+    sid = conn.get_next_available_stream_id()
+    conn.send_headers(sid, base_fields(args, args.rest[0], "POST") +
+                      [("content-type", "application/grpc"), ("te", "trailers")])
+    frame_of = lambda text: b"\0" + struct.pack(">I", len(text)) + text
+    conn.send_data(sid, frame_of(b"one"))
+    tls.sendall(conn.data_to_send())
+    out = {"status": None, "echoes": [], "trailers": {}}
+    tls.settimeout(10)
+    sent_second = False
+    while True:
+        data = recv_or_nothing(tls)
+        if not data:
+            out["closed"] = True
+            return out
+        for event in conn.receive_data(data):
+            if getattr(event, "stream_id", None) != sid:
+                continue
+            if isinstance(event, h2.events.ResponseReceived):
+                out["status"] = int(dict(event.headers)[":status"])
+            elif isinstance(event, h2.events.DataReceived):
+                out["echoes"].append(event.data[5:].decode(errors="replace"))
+                conn.acknowledge_received_data(event.flow_controlled_length, sid)
+                if not sent_second:  # the first echo came while the request was still open
+                    sent_second = True
+                    conn.send_data(sid, frame_of(b"two"), end_stream=True)
+            elif isinstance(event, h2.events.TrailersReceived):
+                out["trailers"] = dict(event.headers)
+            elif isinstance(event, (h2.events.StreamEnded, h2.events.StreamReset)):
+                return out
+        pending = conn.data_to_send()
+        if pending:
+            tls.sendall(pending)
 
 
 def mode_h1(args):
@@ -401,7 +439,7 @@ def main():
     args = p.parse_args()
     modes = {"httpx": mode_httpx, "request": mode_request, "hpack-bomb": mode_hpack_bomb,
              "table-size": mode_table_size, "flood": mode_flood, "unread-body": mode_unread_body,
-             "concurrent": mode_concurrent, "h1": mode_h1, "settings": mode_settings}
+             "concurrent": mode_concurrent, "h1": mode_h1, "settings": mode_settings, "bidi": mode_bidi}
     print(json.dumps(modes[args.mode](args)))
 
 

@@ -19,6 +19,8 @@ Paths and content types:
   /push               a PUSH_PROMISE before the answer (vaultgate disabled push)
   /big-head           a response head of 100 KiB
   /hold?n=N           held until N requests are in flight on the connection
+  /pkg.Echo/Bidi      each DATA echoed at once (a bidirectional gRPC stream);
+                      trailers grpc-status 0 after the request ends
   /reset              RST_STREAM (INTERNAL_ERROR) instead of an answer
   /truncate           a head and part of a body, then RST_STREAM
   /reflect            the x-api-key value it got, in a field, the body and a
@@ -82,8 +84,14 @@ class Origin:
         if isinstance(event, h2.events.RequestReceived):
             self.streams[event.stream_id] = {"headers": list(event.headers), "body": b"", "trailers": []}
         elif isinstance(event, h2.events.DataReceived):
-            self.streams[event.stream_id]["body"] += event.data
+            stream = self.streams[event.stream_id]
+            stream["body"] += event.data
             self.conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+            if dict(stream["headers"]).get(":path") == "/pkg.Echo/Bidi":
+                if not stream.get("answered"):
+                    stream["answered"] = True
+                    self.conn.send_headers(event.stream_id, [(":status", "200"), ("content-type", "application/grpc")])
+                self.conn.send_data(event.stream_id, event.data)
         elif isinstance(event, h2.events.TrailersReceived):
             self.streams[event.stream_id]["trailers"] = list(event.headers)
         elif isinstance(event, h2.events.StreamEnded):
@@ -114,6 +122,9 @@ class Origin:
         req = self.streams[sid]
         fields = dict(req["headers"])
         path = fields.get(":path", "")
+        if path == "/pkg.Echo/Bidi":
+            self.conn.send_headers(sid, [("grpc-status", "0"), ("grpc-message", "bidi")], end_stream=True)
+            return
         if fields.get("content-type", "").startswith("application/grpc"):
             self.conn.send_headers(sid, [(":status", "200"), ("content-type", "application/grpc")])
             self.pending[sid] = [req["body"], [("grpc-status", "0"), ("grpc-message", "echoed")]]

@@ -132,6 +132,18 @@ TEST_F(H2OriginTest, GrpcWorksEndToEnd) {
     EXPECT_TRUE(proxy_->wait_for_log("\"path\":\"/pkg.Echo/Say\",\"status\":200"));
 }
 
+// A bidirectional gRPC stream: the origin's echo of the first message comes
+// back while the request is still open, so the body goes up while the
+// response comes down.
+TEST_F(H2OriginTest, BidirectionalGrpcStreamsFlowBothWaysAtOnce) {
+    const auto r = h2_client(h2_authority(), {"bidi", "/pkg.Echo/Bidi"});
+    EXPECT_EQ(r["status"], 200) << r.dump();
+    EXPECT_EQ(r["echoes"], nlohmann::json::array({"one", "two"})) << r.dump();
+    EXPECT_EQ(r["trailers"]["grpc-status"], "0") << r.dump();
+    EXPECT_TRUE(proxy_->wait_for_log("\"path\":\"/pkg.Echo/Bidi\",\"status\":200"));
+    EXPECT_TRUE(proxy_->wait_for_log("\"bytes_up\":16"));
+}
+
 // Push is off: a PUSH_PROMISE ends the origin connection (its stream gets a
 // 502, the client sees no push), and the next request opens another.
 TEST_F(H2OriginTest, ServerPushNeverReachesTheClient) {
