@@ -75,6 +75,13 @@ struct OriginCallbacks {
         return 0;
     }
 
+    // A request whose HEADERS never went out (reset while nghttp2 queued it
+    // behind the origin's stream limit) gets no on_stream_close: forgotten here.
+    static int on_frame_not_send(nghttp2_session* session, const nghttp2_frame* frame, int, void* user) {
+        if (frame->hd.type != NGHTTP2_HEADERS) return 0;
+        return on_stream_close(session, frame->hd.stream_id, NGHTTP2_REFUSED_STREAM, user);
+    }
+
     static int on_stream_close(nghttp2_session* session, std::int32_t id, std::uint32_t code, void* user) {
         auto& c = conn(user);
         if (H2OriginStream* s = origin_stream(session, id)) s->on_close(code);
@@ -98,6 +105,7 @@ H2OriginConnection::H2OriginConnection(tls_stream stream, const H2OriginLimits& 
     nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, h2::no_throw<&OriginCallbacks::on_frame_recv>);
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, h2::no_throw<&OriginCallbacks::on_data_chunk>);
     nghttp2_session_callbacks_set_on_stream_close_callback(cbs, h2::no_throw<&OriginCallbacks::on_stream_close>);
+    nghttp2_session_callbacks_set_on_frame_not_send_callback(cbs, h2::no_throw<&OriginCallbacks::on_frame_not_send>);
     nghttp2_option* opt = nullptr;
     nghttp2_option_new(&opt);
     // Windows come back only as the exchanges pass the bytes on (consume_body).
