@@ -107,6 +107,11 @@ inline Refusal unredactable_response() {
                    "the origin's response head holds the credential in a form that cannot be redacted");
 }
 
+// A compressed body cannot be scanned; refusing beats passing it unscanned.
+inline Refusal compressed_response_refusal() {
+    return refusal(502, "compressed_response_refused", "the origin sent a compressed response to a redacted service");
+}
+
 // The 1xx head to pass to the client: hop-by-hop fields removed, redacted.
 // nullopt when it goes nowhere: a 100 (vaultgate answers Expect itself), an
 // HTTP/1.0 client (it expects no 1xx, RFC 9110 section 15.2), or a head that
@@ -413,9 +418,7 @@ awaitable<void> relay_response(ExchangeIo<Client, Upstream>& io, const RequestPl
     if (redactor) {
         // A compressed body cannot be scanned; refusing beats passing it unscanned.
         if (!content_coding_is_identity(resp)) {
-            fail_exchange(io, result,
-                          refusal(502, "compressed_response_refused",
-                                  "the origin sent a compressed response to a redacted service"));
+            fail_exchange(io, result, compressed_response_refusal());
             co_return;
         }
     }

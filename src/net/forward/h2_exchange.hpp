@@ -151,8 +151,7 @@ awaitable<void> relay_from_h2_origin(H2OriginStream& origin, const RequestPlan& 
     }
     if (redactor && !content_coding_is_identity(resp)) {
         origin.reset(NGHTTP2_CANCEL);
-        result.refusal =
-            refusal(502, "compressed_response_refused", "the origin sent a compressed response to a redacted service");
+        result.refusal = compressed_response_refusal();
         co_return;
     }
     const int status = resp.status;

@@ -25,19 +25,6 @@ namespace {
 
 using h2::H2Stream;
 
-awaitable<error_code> write_to_stream(H2Stream* stream, std::string_view piece, clock::duration idle) {
-    if (piece.empty()) co_return error_code{};
-    const bool written = co_await stream->write(piece, idle);
-    co_return written ? error_code{} : error_code(asio::error::broken_pipe);
-}
-
-// The client's side of a response body: pieces queued on the stream.
-struct StreamSink {
-    H2Stream* stream;
-    clock::duration idle;
-    awaitable<error_code> operator()(std::string_view piece) const { return write_to_stream(stream, piece, idle); }
-};
-
 // The client's body on its way to an HTTP/2 origin while the response comes
 // back. The pump owns what it uses, so it may outlive the front when the
 // exchange failed first; it ends with the body, a reset, or an idle stall.
@@ -366,46 +353,36 @@ awaitable<void> H2StreamFront::relay_from_h1(const RequestPlan& plan, Redactor* 
     }
     const BodyFraming& rf = *rframing.framing;
     if (redactor && !content_coding_is_identity(resp)) {
-        fail_exchange(
-            io_, result,
-            refusal(502, "compressed_response_refused", "the origin sent a compressed response to a redacted service"));
+        fail_exchange(io_, result, compressed_response_refusal());
         co_return;
     }
     const bool upstream_close = rf.kind == BodyKind::until_close || wants_close(resp.headers, resp.version_minor);
-    // Redaction changes the body's length, so a Content-Length cannot be kept.
-    const bool length_changes = redactor && rf.kind == BodyKind::content_length;
-    if (!serialize_for_client(resp, redactor)) {  // redacts resp's fields in place
-        fail_exchange(io_, result,
-                      refusal(502, "unredactable_response",
-                              "the origin's response head holds the credential in a form that cannot be redacted"));
-        co_return;
-    }
-    const bool no_body = rf.kind == BodyKind::none || (rf.kind == BodyKind::content_length && rf.length == 0);
-    const auto fields = h2::response_fields(std::move(resp.headers), length_changes);
-    result.status = resp.status;
-    if (!stream_->respond(resp.status, fields, no_body)) {
+    // The client's side is the one an HTTP/2 origin's answer takes (client_sides.hpp).
+    H2ClientResponse out{*stream_, limits_.idle_timeout};
+    const int status = resp.status;
+    if (!co_await out.head(resp, rf, redactor, false, result)) {
         drop_upstream();
-        result.reason = "client_gone";
         co_return;
     }
+    result.status = status;
     BodyResult body;
-    StreamSink sink{stream_.get(), limits_.idle_timeout};
     if (redactor) {
-        RedactingWriter<StreamSink> redacting{&sink, redactor, {}};
+        RedactingWriter<H2ClientResponse> redacting{&out, redactor, {}};
         body = co_await read_response_body(io_, rf, std::ref(redacting));
         if (body.outcome == BodyOutcome::ok && co_await redacting.finish()) body.outcome = BodyOutcome::sink_error;
     } else {
-        body = co_await read_response_body(io_, rf, std::ref(sink));
+        body = co_await read_response_body(io_, rf, std::ref(out));
     }
     result.bytes_down = body.bytes;
     if (body.outcome != BodyOutcome::ok) {
         drop_upstream();
         // A partial response: the stream's reset is the only honest signal left.
-        stream_->reset(NGHTTP2_INTERNAL_ERROR);
+        out.abort();
         result.reason = body.outcome == BodyOutcome::sink_error ? "client_gone" : "response_truncated";
         co_return;
     }
-    if (!no_body) stream_->finish();
+    std::vector<Header> no_trailers;  // an HTTP/1.1 origin's are not kept
+    co_await out.finish(std::move(no_trailers), redactor);
     if (upstream_close) drop_upstream();
     result.keep_upstream = !upstream_close;
 }
