@@ -3,7 +3,8 @@
 # The layers, each allowed to use the ones it names and everything below them:
 #   util -> {http, egress, crypto, observe} -> credentials -> config -> state
 #        -> {vault, admin} -> net/io -> net/upstream -> net/mint -> net/proxy -> net/admin -> app -> cli
-# net/h2 (the nghttp2 glue) uses net/io only and is used by net/proxy.
+# net/h2 (the nghttp2 glue) uses net/io only; net/forward (the exchange with
+# the origin, over HTTP/1.1 or HTTP/2) uses net/h2 and is used by net/proxy.
 # mem uses util only and is used from net/io up. Layers in braces are
 # siblings: neither includes the other. signing (AWS SigV4) uses http and
 # crypto, minting (the pure steps of minted tokens) uses crypto; both are
@@ -26,7 +27,8 @@ declare -A uses=(
   [net/upstream]="net/io"
   [net/mint]="net/upstream"
   [net/h2]="net/io"
-  [net/proxy]="net/mint net/h2"
+  [net/forward]="net/h2"
+  [net/proxy]="net/mint net/forward"
   [net/admin]="net/proxy"
   [pgstore]="vault"
   [app]="net/admin pgstore"

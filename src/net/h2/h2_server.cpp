@@ -55,11 +55,11 @@ struct Callbacks {
                          void* user) {
         auto& c = conn(user);
         H2Stream* s = stream_of(session, frame->hd.stream_id);
-        // Trailers of a request are dropped, as on HTTP/1.1; nghttp2 checked them.
-        if (!s || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
-        H2Request& r = s->request();
+        if (!s) return 0;
         const std::string_view n(reinterpret_cast<const char*>(name), namelen);
         const std::string_view v(reinterpret_cast<const char*>(value), valuelen);
+        if (frame->headers.cat != NGHTTP2_HCAT_REQUEST) return on_trailer(c, *s, n, v);
+        H2Request& r = s->request();
         // nghttp2 refuses CR, LF and NUL; HTTP/1.1's rules refuse every control byte but tab.
         if (!validation::is_header_value_text(v)) r.malformed = "control byte in a field value";
         if (r.too_large) return 0;
@@ -70,6 +70,17 @@ struct Callbacks {
             return 0;
         }
         s->on_field(n, v);
+        return 0;
+    }
+
+    // A request's trailers (nghttp2 checked their form): kept for an HTTP/2
+    // origin within a header list of their own; a field past it, or with a
+    // control byte, is dropped (the request is under way, too late to refuse).
+    static int on_trailer(H2ServerConnection& c, H2Stream& s, std::string_view n, std::string_view v) {
+        std::size_t bytes = n.size() + v.size() + 32;
+        for (const Header& h : s.request_trailers()) bytes += h.name.size() + h.value.size() + 32;
+        if (bytes > c.limits_.header_bytes || s.request_trailers().size() >= c.limits_.header_count) return 0;
+        if (validation::is_header_value_text(v)) s.on_trailer(n, v);
         return 0;
     }
 

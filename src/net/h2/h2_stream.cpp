@@ -11,20 +11,6 @@ namespace vaultgate::net::h2 {
 
 namespace {
 
-// nghttp2's name-value pairs pointing into `fields` (names already lower case).
-std::vector<nghttp2_nv> to_nv(const std::vector<Header>& fields, std::string_view status = {}) {
-    std::vector<nghttp2_nv> nv;
-    nv.reserve(fields.size() + 1);
-    auto add = [&](std::string_view name, std::string_view value) {
-        nv.push_back({reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data())),
-                      reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data())), name.size(), value.size(),
-                      NGHTTP2_NV_FLAG_NONE});
-    };
-    if (!status.empty()) add(":status", status);
-    for (const Header& h : fields) add(h.name, h.value);
-    return nv;
-}
-
 ssize_t read_response_body(nghttp2_session*, std::int32_t, std::uint8_t* buf, std::size_t length, std::uint32_t* flags,
                            nghttp2_data_source* source, void*) {
     return static_cast<H2Stream*>(source->ptr)->read_response(buf, length, flags);
@@ -33,18 +19,15 @@ ssize_t read_response_body(nghttp2_session*, std::int32_t, std::uint8_t* buf, st
 }  // namespace
 
 H2Stream::H2Stream(H2ServerConnection& conn, std::int32_t id, asio::any_io_executor ex)
-    : conn_(&conn), id_(id), timer_(std::move(ex)) {}
+    : conn_(&conn), id_(id), timer_(ex), write_timer_(std::move(ex)) {}
 
 H2Stream::~H2Stream() {
-    // The body may hold what the client sent to be injected next to; the
-    // response what the origin answered.
-    wipe_string(body_);
-    wipe_string(out_);
+    for (Header& h : request_trailers_) wipe_string(h.value);
 }
 
-awaitable<bool> H2Stream::wait_until(clock::time_point deadline) {
-    timer_.expires_at(deadline);
-    co_await timer_.async_wait(use_tuple);
+awaitable<bool> H2Stream::wait_until(asio::steady_timer& timer, clock::time_point deadline) {
+    timer.expires_at(deadline);
+    co_await timer.async_wait(use_tuple);
     co_return clock::now() < deadline;
 }
 
@@ -52,21 +35,15 @@ awaitable<BodyState> H2Stream::read_body(clock::duration idle) {
     const auto deadline = clock::now() + idle;
     for (;;) {
         if (closed_) co_return BodyState::closed;
-        if (body_read_ < body_.size()) co_return BodyState::data;
-        if (body_ended_) co_return BodyState::end;
-        const bool in_time = co_await wait_until(deadline);
-        if (!in_time && body_read_ == body_.size() && !body_ended_ && !closed_) co_return BodyState::timed_out;
+        if (body_.unconsumed() > 0) co_return BodyState::data;
+        if (body_.ended()) co_return BodyState::end;
+        const bool in_time = co_await wait_until(timer_, deadline);
+        if (!in_time && body_.unconsumed() == 0 && !body_.ended() && !closed_) co_return BodyState::timed_out;
     }
 }
 
 void H2Stream::consume_body(std::size_t n) {
-    n = std::min(n, body_.size() - body_read_);
-    body_read_ += n;
-    if (body_read_ == body_.size()) {
-        wipe_string(body_);
-        body_.clear();
-        body_read_ = 0;
-    }
+    n = body_.consume(n);
     if (closed_ || n == 0) return;
     nghttp2_session_consume(conn_->session(), id_, n);
     conn_->want_write();
@@ -81,7 +58,7 @@ bool H2Stream::respond(int status, const std::vector<Header>& fields, bool end_s
     provider.read_callback = no_throw<&read_response_body>;
     const int rc =
         nghttp2_submit_response(conn_->session(), id_, nv.data(), nv.size(), end_stream ? nullptr : &provider);
-    out_finished_ = end_stream;
+    if (end_stream) out_.finish_empty();
     conn_->want_write();
     return rc == 0;
 }
@@ -95,28 +72,19 @@ void H2Stream::send_continue() {
 
 awaitable<bool> H2Stream::write(std::string_view piece, clock::duration idle) {
     if (closed_) co_return false;
-    out_.append(piece);
-    if (deferred_) {
-        deferred_ = false;
-        nghttp2_session_resume_data(conn_->session(), id_);
-    }
+    if (out_.append(piece)) nghttp2_session_resume_data(conn_->session(), id_);
     conn_->want_write();
     const auto deadline = clock::now() + idle;
-    while (!closed_ && out_.size() - out_sent_ > response_buffer_bytes) {
-        const bool in_time = co_await wait_until(deadline);
-        if (!in_time && out_.size() - out_sent_ > response_buffer_bytes) co_return false;
+    while (!closed_ && out_.full()) {
+        const bool in_time = co_await wait_until(write_timer_, deadline);
+        if (!in_time && out_.full()) co_return false;
     }
     co_return !closed_;
 }
 
 void H2Stream::finish(std::vector<Header> trailers) {
-    if (closed_ || out_finished_) return;
-    out_finished_ = true;
-    trailers_ = std::move(trailers);
-    if (deferred_) {
-        deferred_ = false;
-        nghttp2_session_resume_data(conn_->session(), id_);
-    }
+    if (closed_ || out_.finished()) return;
+    if (out_.finish(std::move(trailers))) nghttp2_session_resume_data(conn_->session(), id_);
     conn_->want_write();
 }
 
@@ -127,28 +95,9 @@ void H2Stream::reset(std::uint32_t code) {
 }
 
 ssize_t H2Stream::read_response(std::uint8_t* buf, std::size_t length, std::uint32_t* flags) {
-    const std::size_t n = std::min(length, out_.size() - out_sent_);
-    std::memcpy(buf, out_.data() + out_sent_, n);
-    out_sent_ += n;
-    if (out_sent_ == out_.size()) {
-        wipe_string(out_);
-        out_.clear();
-        out_sent_ = 0;
-    }
+    const ssize_t n = out_.read(conn_->session(), id_, buf, length, flags);
     wake();  // room for the coroutine's next piece
-    if (n == 0 && !out_finished_) {
-        deferred_ = true;
-        return NGHTTP2_ERR_DEFERRED;
-    }
-    if (out_finished_ && out_.empty()) {
-        *flags |= NGHTTP2_DATA_FLAG_EOF;
-        if (!trailers_.empty()) {
-            const auto nv = to_nv(trailers_);
-            if (nghttp2_submit_trailer(conn_->session(), id_, nv.data(), nv.size()) == 0)
-                *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
-        }
-    }
-    return static_cast<ssize_t>(n);
+    return n;
 }
 
 void H2Stream::on_field(std::string_view name, std::string_view value) {
@@ -167,13 +116,17 @@ void H2Stream::on_field(std::string_view name, std::string_view value) {
         request_.fields.push_back({std::string(name), std::string(value)});
 }
 
+void H2Stream::on_trailer(std::string_view name, std::string_view value) {
+    request_trailers_.push_back({std::string(name), std::string(value)});
+}
+
 void H2Stream::on_data(const std::uint8_t* data, std::size_t len) {
     if (discarding_) {  // nobody will read it: the windows come back at once
         nghttp2_session_consume(conn_->session(), id_, len);
         conn_->want_write();
         return;
     }
-    body_.append(reinterpret_cast<const char*>(data), len);
+    body_.append(data, len);
     wake();
 }
 
@@ -183,7 +136,7 @@ void H2Stream::discard_body() {
 }
 
 void H2Stream::on_end_stream() {
-    body_ended_ = true;
+    body_.end();
     wake();
 }
 
@@ -192,7 +145,7 @@ void H2Stream::on_close() {
     closed_ = true;
     // A stream that ends before its response did (a reset): its upstream
     // exchange is cut, so the origin never sees the rest of the request.
-    if (watchdog_ && !out_finished_) watchdog_->kill();
+    if (watchdog_ && !out_.finished()) watchdog_->kill();
     wake();
 }
 

@@ -10,6 +10,7 @@
 // the bytes on (consume_body), so a stream buffers at most its window, and a
 // connection at most the connection window. The response is held to
 // `response_buffer_bytes` before write() waits for the client to take it.
+#include "net/h2/stream_buffers.hpp"
 #include "net/io/types.hpp"
 #include "net/io/watchdog.hpp"
 #include "vaultgate/http/message.hpp"
@@ -44,7 +45,7 @@ enum class BodyState { data, end, closed, timed_out };
 
 class H2Stream {
 public:
-    static constexpr std::size_t response_buffer_bytes = 64 * 1024;
+    static constexpr std::size_t response_buffer_bytes = OutgoingBody::buffer_bytes;
 
     H2Stream(H2ServerConnection& conn, std::int32_t id, asio::any_io_executor ex);
     H2Stream(const H2Stream&) = delete;
@@ -52,6 +53,7 @@ public:
     ~H2Stream();
 
     std::int32_t id() const { return id_; }
+    asio::any_io_executor executor() { return timer_.get_executor(); }
     H2Request& request() { return request_; }
     // Reset by either side, or the connection ended: nothing more goes either way.
     bool closed() const { return closed_; }
@@ -59,7 +61,7 @@ public:
     // Waits until body bytes are buffered (body_view), the body ended, the
     // stream closed, or nothing came for `idle`.
     awaitable<BodyState> read_body(clock::duration idle);
-    std::string_view body_view() const { return std::string_view(body_).substr(body_read_); }
+    std::string_view body_view() const { return body_.view(); }
     // The coroutine passed `n` body bytes on: the client may send as many more.
     void consume_body(std::size_t n);
 
@@ -72,6 +74,8 @@ public:
     awaitable<bool> write(std::string_view piece, clock::duration idle);
     // Ends the body (with `trailers`, when given, as the last HEADERS frame).
     void finish(std::vector<Header> trailers = {});
+    // The request's trailers (a HEADERS frame after its DATA), once the body ended.
+    std::vector<Header>& request_trailers() { return request_trailers_; }
     // Ends the stream with RST_STREAM `code` (an error after the head was sent, or a refused request).
     void reset(std::uint32_t code);
     // The serving coroutine is done (answered, refused, failed): body bytes
@@ -84,37 +88,38 @@ public:
 
     // From the connection's nghttp2 callbacks.
     void on_field(std::string_view name, std::string_view value);
+    void on_trailer(std::string_view name, std::string_view value);
     void on_data(const std::uint8_t* data, std::size_t len);
     void on_end_stream();
     // The stream ended (as nghttp2 sees it): a coroutine still serving it stops.
     void on_close();
     // Body bytes received but never passed on: the connection window wants them back.
-    std::size_t unconsumed() const { return body_.size() - body_read_; }
+    std::size_t unconsumed() const { return body_.unconsumed(); }
     // The data source of the response body.
     ssize_t read_response(std::uint8_t* buf, std::size_t length, std::uint32_t* flags);
 
 private:
-    void wake() { timer_.cancel(); }
-    // Waits for wake() or the deadline: false once the deadline passed.
-    awaitable<bool> wait_until(clock::time_point deadline);
+    void wake() {
+        timer_.cancel();
+        write_timer_.cancel();
+    }
+    // Waits on `timer` for wake() or the deadline: false once the deadline passed.
+    awaitable<bool> wait_until(asio::steady_timer& timer, clock::time_point deadline);
 
     H2ServerConnection* conn_;
     std::int32_t id_;
     H2Request request_;
+    // One timer per direction: the body that arrives and the one that
+    // leaves may be waited for at once (full duplex), and setting a timer's
+    // expiry cancels the other wait.
     asio::steady_timer timer_;
+    asio::steady_timer write_timer_;
     std::shared_ptr<Watchdog> watchdog_;
     bool closed_ = false;
-    // Request body: received bytes, of which the first body_read_ were passed on.
-    std::string body_;
-    std::size_t body_read_ = 0;
-    bool body_ended_ = false;
+    IncomingBody body_;  // the request's
     bool discarding_ = false;
-    // Response body: queued bytes, of which the first out_sent_ went to nghttp2.
-    std::string out_;
-    std::size_t out_sent_ = 0;
-    bool out_finished_ = false;
-    bool deferred_ = false;  // the data source said "later": resume when more is queued
-    std::vector<Header> trailers_;
+    std::vector<Header> request_trailers_;
+    OutgoingBody out_;  // the response's
 };
 
 }  // namespace vaultgate::net::h2

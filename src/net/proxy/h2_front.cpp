@@ -2,9 +2,13 @@
 // connection whose client chose h2: each stream is one request, decided,
 // injected, forwarded, redacted and logged as an HTTP/1.1 request is. The
 // nghttp2 side (frames, flow control, guards) is net/h2; here each stream is
-// translated to the HTTP/1.1 head the pipeline decides, sent to the origin
-// over an HTTP/1.1 connection of its own (from the thread's pool, as the
-// MITM session's), and the origin's answer goes back as HEADERS and DATA.
+// translated to the HTTP/1.1 head the pipeline decides, then sent as a stream
+// of the session's HTTP/2 connection to the origin when the origin speaks h2
+// (net/forward/h2_exchange.hpp, trailers both ways), else over an HTTP/1.1
+// connection of its own (from the thread's pool, as the MITM session's); the
+// origin's answer goes back as HEADERS, DATA and trailers.
+#include "net/forward/client_sides.hpp"
+#include "net/forward/h2_exchange.hpp"
 #include "net/h2/h1_translation.hpp"
 #include "net/h2/h2_server.hpp"
 #include "net/io/http_io.hpp"
@@ -21,24 +25,44 @@ namespace {
 
 using h2::H2Stream;
 
-awaitable<error_code> write_to_stream(H2Stream* stream, std::string_view piece, clock::duration idle) {
-    if (piece.empty()) co_return error_code{};
-    const bool written = co_await stream->write(piece, idle);
-    co_return written ? error_code{} : error_code(asio::error::broken_pipe);
-}
-
-// The client's side of a response body: pieces queued on the stream.
-struct StreamSink {
-    H2Stream* stream;
+// The client's body on its way to an HTTP/2 origin while the response comes
+// back. The pump owns what it uses, so it may outlive the front when the
+// exchange failed first; it ends with the body, a reset, or an idle stall.
+struct DuplexBody {
+    DuplexBody(std::shared_ptr<H2Stream> client_stream, std::shared_ptr<H2OriginStream> origin_stream,
+               clock::duration idle_timeout, bool continue_first)
+        : client(std::move(client_stream)),
+          origin(std::move(origin_stream)),
+          idle(idle_timeout),
+          expect_continue(continue_first),
+          done_wake(client->executor()) {}
+    std::shared_ptr<H2Stream> client;
+    std::shared_ptr<H2OriginStream> origin;
     clock::duration idle;
-    awaitable<error_code> operator()(std::string_view piece) const { return write_to_stream(stream, piece, idle); }
+    bool expect_continue;
+    BodyResult sent;
+    bool done = false;
+    asio::steady_timer done_wake;
 };
+
+awaitable<void> pump_duplex_body(std::shared_ptr<DuplexBody> duplex) {
+    H2ClientBody body{*duplex->client, duplex->expect_continue, duplex->idle};
+    try {
+        duplex->sent = co_await stream_h2_body(*duplex->origin, body, duplex->idle);
+    } catch (...) {
+        log_exception("h2 request body", std::current_exception());
+        duplex->origin->reset(NGHTTP2_INTERNAL_ERROR);
+    }
+    duplex->done = true;
+    duplex->done_wake.cancel();
+}
 
 class H2StreamFront {
 public:
     H2StreamFront(ClientContext& ctx, tls_stream& client, const Authority& dest, const std::string& pool_key,
-                  std::shared_ptr<H2Stream> stream)
-        : ctx_(ctx),
+                  std::shared_ptr<H2Stream> stream, bool te_trailers)
+        : te_trailers_(te_trailers),
+          ctx_(ctx),
           limits_(ctx.settings->limits),
           dest_(dest),
           pool_key_(pool_key),
@@ -59,6 +83,7 @@ public:
         stream_->set_watchdog(watchdog_);
     }
     ~H2StreamFront() {
+        drop_origin_stream();
         drop_upstream();
         watchdog_->stop();
     }
@@ -67,31 +92,29 @@ public:
 
     std::shared_ptr<const GatewayState> snapshot() { return ctx_.rt->snapshot(); }
     Decision decide(const GatewayState& state, RequestHead&& req) {
-        const auto type = req.get("content-type");
-        const bool grpc = type && type->substr(0, 16) == "application/grpc";
-        Decision d =
-            decide_bound_request(state, ctx_.session_id, dest_, std::move(req), std::chrono::system_clock::now());
-        // gRPC needs HTTP/2 (trailers) to the origin, which is HTTP/1.1 here:
-        // refused whole rather than mangled (502 is UNAVAILABLE to a gRPC client).
-        if (grpc && !d.refusal) {
-            d.refusal = refusal(502, "grpc_needs_h2_origin", "gRPC needs HTTP/2 to the origin, which this one lacks");
-            d.refusal.reason_header = true;
-        }
-        return d;
+        return decide_bound_request(state, ctx_.session_id, dest_, std::move(req), std::chrono::system_clock::now());
     }
     awaitable<void> send_refusal(const Refusal& refusal);
     awaitable<Refusal> read_whole_body(const RequestPlan& plan, WipedBytes& body);
-    awaitable<bool> send_request(const RequestPlan& plan, std::string& wire, ExchangeResult& result);
-    awaitable<void> relay_response(const RequestPlan& plan, Redactor* redactor, ExchangeResult& result);
+    awaitable<bool> send_request(RequestPlan& plan, ExchangeResult& result);
+    awaitable<void> relay_response(const RequestPlan& plan, Redactor* redactor, ExchangeResult& result) {
+        if (!origin_stream_) return relay_from_h1(plan, redactor, result);
+        return relay_from_h2(plan, redactor, result);
+    }
     void forward_done(const ExchangeResult& result);
     void log(const RequestLine& line) { record_request(ctx_, "mitm", dest_, start_, line, "h2"); }
 
 private:
+    awaitable<bool> send_h1(RequestPlan& plan, ExchangeResult& result);
+    awaitable<void> relay_from_h1(const RequestPlan& plan, Redactor* redactor, ExchangeResult& result);
+    awaitable<void> relay_from_h2(const RequestPlan& plan, Redactor* redactor, ExchangeResult& result);
+    void drop_origin_stream();
     awaitable<bool> connect(bool& reused, const RequestPlan& plan, ExchangeResult& result);
     // Streams the client's DATA to the origin (chunked when `chunked`).
     awaitable<bool> send_body(bool chunked, ExchangeResult& result);
     void drop_upstream();
 
+    bool te_trailers_;  // the client sent te: trailers (gRPC does), which an h2 origin hears too
     ClientContext& ctx_;
     const Limits& limits_;
     const Authority& dest_;
@@ -99,7 +122,9 @@ private:
     std::shared_ptr<H2Stream> stream_;
     std::shared_ptr<Watchdog> watchdog_;  // this stream's upstream steps; killed when the stream resets
     std::optional<tls_stream> upstream_;
-    ReadBuffer no_client_bytes_{0};  // the client's bytes come as DATA frames, never through here
+    std::shared_ptr<H2OriginStream> origin_stream_;  // the request's, when the origin speaks h2
+    std::shared_ptr<DuplexBody> duplex_;             // its streamed body, when it has one
+    ReadBuffer no_client_bytes_{0};                  // the client's bytes come as DATA frames, never through here
     ReadBuffer upstream_buf_;
     std::string write_buffer_;
     ExchangeIo<tls_stream, tls_stream> io_;
@@ -156,7 +181,70 @@ awaitable<bool> H2StreamFront::connect(bool& reused, const RequestPlan& plan, Ex
     co_return !result.refusal;
 }
 
-awaitable<bool> H2StreamFront::send_request(const RequestPlan& plan, std::string& wire, ExchangeResult& result) {
+void H2StreamFront::drop_origin_stream() {
+    if (!origin_stream_) return;
+    watchdog_->unwatch(*origin_stream_);
+    origin_stream_.reset();
+}
+
+awaitable<bool> H2StreamFront::send_request(RequestPlan& plan, ExchangeResult& result) {
+    const bool grpc = is_grpc(plan.outgoing);
+    OriginRoute route = co_await route_to_origin(ctx_, plan.session->policy, dest_, pool_key_, *watchdog_, upstream_);
+    if (route.refusal) {
+        wipe_head(plan.outgoing);
+        result.refusal = std::move(route.refusal);
+        co_return false;
+    }
+    if (route.h2) {
+        // A streamed body goes up while the response comes down (full duplex,
+        // as gRPC streams need); a buffered one (aws-sigv4) first.
+        bool sent = false;
+        if (plan.framing.kind != BodyKind::none && !plan.buffered_body) {
+            origin_stream_ = open_h2_request(*route.h2, plan, te_trailers_, result);
+            if (origin_stream_) {
+                duplex_ =
+                    std::make_shared<DuplexBody>(stream_, origin_stream_, limits_.idle_timeout, plan.expect_continue);
+                asio::co_spawn(watchdog_->executor(), pump_duplex_body(duplex_), asio::detached);
+                sent = true;
+            }
+        } else {
+            H2ClientBody body{*stream_, plan.expect_continue, limits_.idle_timeout};
+            sent = co_await send_to_h2_origin(*route.h2, plan, te_trailers_, body, limits_, origin_stream_, result);
+        }
+        // A reset of the client's stream resets the origin's (the watchdog is killed).
+        if (origin_stream_) watchdog_->watch(*origin_stream_);
+        co_return sent;
+    }
+    if (grpc) {
+        // gRPC needs trailers, so HTTP/2, to the origin, which answered in
+        // HTTP/1.1: refused whole rather than mangled (502 is UNAVAILABLE to a
+        // gRPC client). The connection, unused, goes back to the pool.
+        wipe_head(plan.outgoing);
+        result.refusal = refusal(502, "grpc_needs_h2_origin", "gRPC needs HTTP/2 to the origin, which this one lacks");
+        result.refusal.reason_header = true;
+        result.keep_upstream = true;
+        co_return false;
+    }
+    co_return co_await send_h1(plan, result);
+}
+
+awaitable<void> H2StreamFront::relay_from_h2(const RequestPlan& plan, Redactor* redactor, ExchangeResult& result) {
+    H2ClientResponse out{*stream_, limits_.idle_timeout};
+    co_await relay_from_h2_origin(*origin_stream_, plan, redactor, limits_, out, result);
+    if (!duplex_) co_return;
+    // A response that went out whole waits for the request body's end (its
+    // bytes go in the log line); after a failure the pump ends on its own.
+    if (result.refusal || !result.reason.empty()) co_return;
+    while (!duplex_->done) {
+        duplex_->done_wake.expires_at(clock::time_point::max());
+        co_await duplex_->done_wake.async_wait(use_tuple);
+    }
+    result.bytes_up = duplex_->sent.bytes;
+}
+
+awaitable<bool> H2StreamFront::send_h1(RequestPlan& plan, ExchangeResult& result) {
+    std::string wire = serialize_request_head(plan.outgoing);
+    wipe_head(plan.outgoing);
     bool reused = false;
     error_code write_error;
     for (int attempt = 0; attempt < 2; ++attempt) {
@@ -225,7 +313,7 @@ awaitable<bool> H2StreamFront::send_body(bool chunked, ExchangeResult& result) {
     co_return true;
 }
 
-awaitable<void> H2StreamFront::relay_response(const RequestPlan& plan, Redactor* redactor, ExchangeResult& result) {
+awaitable<void> H2StreamFront::relay_from_h1(const RequestPlan& plan, Redactor* redactor, ExchangeResult& result) {
     const auto sent_at = clock::now();
     ResponseHead resp;
     for (int informational = 0;; ++informational) {
@@ -265,51 +353,42 @@ awaitable<void> H2StreamFront::relay_response(const RequestPlan& plan, Redactor*
     }
     const BodyFraming& rf = *rframing.framing;
     if (redactor && !content_coding_is_identity(resp)) {
-        fail_exchange(
-            io_, result,
-            refusal(502, "compressed_response_refused", "the origin sent a compressed response to a redacted service"));
+        fail_exchange(io_, result, compressed_response_refusal());
         co_return;
     }
     const bool upstream_close = rf.kind == BodyKind::until_close || wants_close(resp.headers, resp.version_minor);
-    // Redaction changes the body's length, so a Content-Length cannot be kept.
-    const bool length_changes = redactor && rf.kind == BodyKind::content_length;
-    if (!serialize_for_client(resp, redactor)) {  // redacts resp's fields in place
-        fail_exchange(io_, result,
-                      refusal(502, "unredactable_response",
-                              "the origin's response head holds the credential in a form that cannot be redacted"));
-        co_return;
-    }
-    const bool no_body = rf.kind == BodyKind::none || (rf.kind == BodyKind::content_length && rf.length == 0);
-    const auto fields = h2::response_fields(std::move(resp.headers), length_changes);
-    result.status = resp.status;
-    if (!stream_->respond(resp.status, fields, no_body)) {
+    // The client's side is the one an HTTP/2 origin's answer takes (client_sides.hpp).
+    H2ClientResponse out{*stream_, limits_.idle_timeout};
+    const int status = resp.status;
+    if (!co_await out.head(resp, rf, redactor, false, result)) {
         drop_upstream();
-        result.reason = "client_gone";
         co_return;
     }
+    result.status = status;
     BodyResult body;
-    StreamSink sink{stream_.get(), limits_.idle_timeout};
     if (redactor) {
-        RedactingWriter<StreamSink> redacting{&sink, redactor, {}};
+        RedactingWriter<H2ClientResponse> redacting{&out, redactor, {}};
         body = co_await read_response_body(io_, rf, std::ref(redacting));
         if (body.outcome == BodyOutcome::ok && co_await redacting.finish()) body.outcome = BodyOutcome::sink_error;
     } else {
-        body = co_await read_response_body(io_, rf, std::ref(sink));
+        body = co_await read_response_body(io_, rf, std::ref(out));
     }
     result.bytes_down = body.bytes;
     if (body.outcome != BodyOutcome::ok) {
         drop_upstream();
         // A partial response: the stream's reset is the only honest signal left.
-        stream_->reset(NGHTTP2_INTERNAL_ERROR);
+        out.abort();
         result.reason = body.outcome == BodyOutcome::sink_error ? "client_gone" : "response_truncated";
         co_return;
     }
-    if (!no_body) stream_->finish();
+    std::vector<Header> no_trailers;  // an HTTP/1.1 origin's are not kept
+    co_await out.finish(std::move(no_trailers), redactor);
     if (upstream_close) drop_upstream();
     result.keep_upstream = !upstream_close;
 }
 
 void H2StreamFront::forward_done(const ExchangeResult& result) {
+    drop_origin_stream();
     if (!upstream_) return;
     if (!result.keep_upstream || !upstream_buf_.empty() || ctx_.rt->draining.load(std::memory_order_relaxed)) {
         drop_upstream();
@@ -324,7 +403,10 @@ void H2StreamFront::forward_done(const ExchangeResult& result) {
 // the pipeline.
 awaitable<void> serve_stream(ClientContext& ctx, tls_stream& client, const Authority& dest, const std::string& pool_key,
                              std::shared_ptr<H2Stream> stream) {
-    H2StreamFront front(ctx, client, dest, pool_key, stream);
+    // nghttp2 let te through only as "trailers"; to_request_head drops it.
+    const auto& fields = stream->request().fields;
+    const bool te_trailers = std::any_of(fields.begin(), fields.end(), [](const Header& h) { return h.name == "te"; });
+    H2StreamFront front(ctx, client, dest, pool_key, stream, te_trailers);
     // A head refused here is logged with none of the client's bytes, as an
     // HTTP/1.1 head that cannot be read is: its path may hold a token.
     RequestHead summary;

@@ -4,6 +4,8 @@
 // both bodies. Between requests the upstream connection goes back to the
 // thread's pool, keyed by session and origin, so it is never shared between
 // sessions.
+#include "net/forward/client_sides.hpp"
+#include "net/forward/h2_exchange.hpp"
 #include "net/io/http_io.hpp"
 #include "net/io/tls_socket.hpp"
 #include "net/proxy/connection.hpp"
@@ -67,7 +69,10 @@ public:
         head_limits_ = request_head_limits(limits_);
         pool_key_ = UpstreamPool::key(ctx_.session_id, dest_.host, dest_.port, ctx_.settings->generation);
     }
-    ~MitmSession() { stop_lending(); }  // also when the frame goes without run() ending
+    ~MitmSession() {  // also when the frame goes without run() ending
+        drop_origin_stream();
+        stop_lending();
+    }
     MitmSession(const MitmSession&) = delete;
     MitmSession& operator=(const MitmSession&) = delete;
 
@@ -84,20 +89,22 @@ public:
     awaitable<Refusal> read_whole_body(const RequestPlan& plan, WipedBytes& body) {
         return net::read_whole_body(io_, plan, body);
     }
-    awaitable<bool> send_request(const RequestPlan& plan, std::string& wire, ExchangeResult& result) {
-        policy_ = &plan.session->policy;
-        return net::send_request(io_, wire, plan, result);
-    }
+    awaitable<bool> send_request(RequestPlan& plan, ExchangeResult& result);
     awaitable<void> relay_response(const RequestPlan& plan, Redactor* redactor, ExchangeResult& result) {
-        return net::relay_response(io_, plan, redactor, rt_.draining.load(std::memory_order_relaxed), result);
+        const bool draining = rt_.draining.load(std::memory_order_relaxed);
+        if (!origin_stream_) return net::relay_response(io_, plan, redactor, draining, result);
+        return relay_from_h2(plan, redactor, draining, result);
     }
     void forward_done(const ExchangeResult& result) {
+        drop_origin_stream();
         upstream_reusable_ = upstream_.has_value() && result.keep_upstream;
     }
     void log(const RequestLine& line) { record_request(ctx_, "mitm", dest_, request_start_, line); }
 
 private:
     awaitable<bool> handshake();
+    awaitable<void> relay_from_h2(const RequestPlan& plan, Redactor* redactor, bool draining, ExchangeResult& result);
+    void drop_origin_stream();
     awaitable<bool> ensure_upstream(bool& reused, ExchangeResult& result);
     void drop_upstream();
     // Hands the upstream connection to the pool, or closes it when it cannot
@@ -113,8 +120,9 @@ private:
     Authority dest_;
     tls_stream client_;
     std::optional<tls_stream> upstream_;
-    bool upstream_reusable_ = false;  // the last exchange left it ready for another request
-    bool lending_ = false;            // counted as a lender by the thread's pool
+    std::shared_ptr<H2OriginStream> origin_stream_;  // the request's, when the origin speaks h2
+    bool upstream_reusable_ = false;                 // the last exchange left it ready for another request
+    bool lending_ = false;                           // counted as a lender by the thread's pool
     ReadBuffer client_buf_;
     ReadBuffer upstream_buf_;
     std::string write_buffer_;  // body pieces framed for the client or the origin (BodyWriter)
@@ -140,6 +148,48 @@ void MitmSession::drop_upstream() {
 awaitable<void> MitmSession::send_refusal(const Refusal& refusal) {
     const std::string reply = refusal_response(refusal, dest_);
     co_await write_all(client_, reply, *ctx_.watchdog, limits_.idle_timeout);
+}
+
+// The origin is asked for h2 whenever no HTTP/1.1 connection is at hand;
+// one that speaks it takes the request as a stream. A WebSocket upgrade
+// needs HTTP/1.1 to the origin (vaultgate offers no extended CONNECT), so it
+// takes or dials an HTTP/1.1 connection as before.
+awaitable<bool> MitmSession::send_request(RequestPlan& plan, ExchangeResult& result) {
+    policy_ = &plan.session->policy;
+    if (!upstream_ && !plan.websocket) {
+        if (Refusal broken = broken_chunked_body(client_buf_, plan)) {
+            wipe_head(plan.outgoing);
+            result.refusal = std::move(broken);
+            co_return false;
+        }
+        OriginRoute route = co_await route_to_origin(ctx_, *policy_, dest_, pool_key_, *ctx_.watchdog, upstream_);
+        stop_lending();  // it holds a connection of its own from here
+        if (route.refusal) {
+            wipe_head(plan.outgoing);
+            result.refusal = std::move(route.refusal);
+            co_return false;
+        }
+        if (route.h2) {
+            H1ClientBody<tls_stream, tls_stream> body{io_, plan};
+            const bool sent = co_await send_to_h2_origin(*route.h2, plan, false, body, limits_, origin_stream_, result);
+            if (origin_stream_) ctx_.watchdog->watch(*origin_stream_);
+            co_return sent;
+        }
+    }
+    co_return co_await net::send_request(io_, plan, result);
+}
+
+awaitable<void> MitmSession::relay_from_h2(const RequestPlan& plan, Redactor* redactor, bool draining,
+                                           ExchangeResult& result) {
+    H1ClientResponse<tls_stream, tls_stream> out{io_, plan, draining};
+    ctx_.watchdog->disarm();  // the stream times the wait for the response
+    co_await relay_from_h2_origin(*origin_stream_, plan, redactor, limits_, out, result);
+}
+
+void MitmSession::drop_origin_stream() {
+    if (!origin_stream_) return;
+    ctx_.watchdog->unwatch(*origin_stream_);
+    origin_stream_.reset();
 }
 
 awaitable<bool> MitmSession::handshake() {

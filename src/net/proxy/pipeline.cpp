@@ -1,8 +1,10 @@
 #include "net/proxy/pipeline.hpp"
 
+#include "net/forward/h2_origin_registry.hpp"
 #include "net/mint/minted_step.hpp"
 #include "net/proxy/proxy_responses.hpp"
 #include "net/upstream/tls_contexts.hpp"
+#include "net/upstream/upstream_pool.hpp"
 
 namespace vaultgate::net {
 
@@ -27,11 +29,6 @@ CredentialStep aws_signing_step(const RequestPlan& plan) {
     step.refusal = std::move(decision.refusal);
     if (!step.refusal) step.signing = std::move(decision.plan);
     return step;
-}
-
-void wipe_head(RequestHead& head) {
-    for (auto& h : head.headers) wipe_string(h.value);
-    wipe_string(head.target);
 }
 
 const Authority& no_destination() {
@@ -92,7 +89,7 @@ Refusal upstream_handshake_refusal(bool timed_out, long verify) {
 }  // namespace
 
 awaitable<Refusal> open_bound_upstream(ClientContext& ctx, const EgressPolicy& policy, const Authority& dest,
-                                       Watchdog& watchdog, std::optional<tls_stream>& upstream) {
+                                       Watchdog& watchdog, std::optional<tls_stream>& upstream, bool offer_h2) {
     Runtime& rt = *ctx.rt;
     tcp::socket socket(watchdog.executor());
     auto dialed = co_await dial_checked(rt, *ctx.settings, policy, dest, socket, watchdog);
@@ -114,6 +111,7 @@ awaitable<Refusal> open_bound_upstream(ClientContext& ctx, const EgressPolicy& p
         r.reason_header = true;
         co_return r;
     }
+    if (offer_h2) offer_h2_upstream(*upstream);
     watchdog.arm(ctx.settings->limits.connect_timeout);
     auto [ec] = co_await upstream->async_handshake(ssl::stream_base::client, use_tuple);
     if (ec) {
@@ -128,6 +126,55 @@ awaitable<Refusal> open_bound_upstream(ClientContext& ctx, const EgressPolicy& p
         co_return r;
     }
     co_return Refusal{};
+}
+
+namespace {
+
+H2OriginLimits origin_limits(const Limits& limits) {
+    H2OriginLimits out;
+    out.header_bytes = limits.header_bytes;
+    out.header_count = limits.header_count;
+    out.idle_timeout = limits.upstream_idle_timeout;
+    return out;
+}
+
+// Waits for another request's dial to the same key at most this often
+// before dialling without waiting.
+constexpr int max_dial_waits = 3;
+
+}  // namespace
+
+awaitable<OriginRoute> route_to_origin(ClientContext& ctx, const EgressPolicy& policy, const Authority& dest,
+                                       const std::string& pool_key, Watchdog& watchdog,
+                                       std::optional<tls_stream>& upstream) {
+    H2OriginRegistry& origins = this_thread_h2_origins();
+    const Limits& limits = ctx.settings->limits;
+    bool owner = false;
+    for (int waits = 0;; ++waits) {
+        OriginRoute found;
+        if ((found.h2 = origins.find(pool_key))) co_return found;
+        if (auto pooled = this_thread_upstream_pool().take(pool_key)) {
+            upstream.emplace(std::move(*pooled));
+            watchdog.watch(upstream->next_layer());
+            found.pooled = true;
+            co_return found;
+        }
+        if (waits >= max_dial_waits) break;
+        if ((owner = origins.begin_dial(pool_key))) break;
+        co_await origins.wait_for_dial(pool_key, limits.connect_timeout + limits.handshake_timeout);
+    }
+    OriginRoute route;
+    route.refusal = co_await open_bound_upstream(ctx, policy, dest, watchdog, upstream, true);
+    const bool h2 = !route.refusal && selected_alpn(*upstream) == "h2";
+    // A failed dial leaves no memory: the next request offers h2 again.
+    if (owner) origins.end_dial(pool_key, h2 || route.refusal);
+    if (!h2) co_return route;
+    watchdog.unwatch(upstream->next_layer());
+    route.h2 = std::make_shared<H2OriginConnection>(std::move(*upstream), origin_limits(limits), ctx.rt->draining);
+    upstream.reset();
+    route.h2->start();
+    origins.add(pool_key, route.h2);
+    co_return route;
 }
 
 awaitable<void> send_http_refusal(ClientContext& ctx, tcp::socket& client, const Refusal& refusal,

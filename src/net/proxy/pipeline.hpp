@@ -15,18 +15,20 @@
 //   awaitable<void> send_refusal(const Refusal&)          the reply, rendered for its wire
 //   awaitable<Refusal> read_whole_body(const RequestPlan&, WipedBytes&)
 //                                                         the client's body, read before sending (to sign it)
-//   awaitable<bool> send_request(const RequestPlan&, std::string& wire, ExchangeResult&)
-//                                                         the head and the body source to the origin
+//   awaitable<bool> send_request(RequestPlan&, ExchangeResult&)
+//                                                         the head (serialised for the origin's wire,
+//                                                         then wiped) and the body to the origin
 //   awaitable<void> relay_response(const RequestPlan&, Redactor*, ExchangeResult&)
 //                                                         the origin's answer to the response sink
 //   void forward_done(const ExchangeResult&)              the upstream kept or closed
 //   void log(const RequestLine&)                          with its ingress, destination and start
 // The forward calls return the exchange's own coroutines (exchange.hpp), so
 // the pipeline adds no coroutine frame to them.
+#include "net/forward/exchange.hpp"
+#include "net/forward/h2_origin.hpp"
 #include "net/io/tls_socket.hpp"
 #include "net/mint/minted_credential.hpp"
 #include "net/proxy/connection.hpp"
-#include "net/proxy/exchange.hpp"
 #include "net/upstream/dialer.hpp"
 #include "vaultgate/state/request_plan.hpp"
 #include "vaultgate/state/sigv4_step.hpp"
@@ -75,9 +77,6 @@ awaitable<Refusal> sign_for_aws(Front& front, RequestPlan& plan, const SigningPl
     }
     co_return sign_outgoing(plan, signing.scope, payload_hash, std::chrono::system_clock::now());
 }
-
-// Overwrites the head's values and target once serialised: they may hold the secret.
-void wipe_head(RequestHead& head);
 
 // The one ending of a refused request: its access-log line, then its reply.
 template <class Front>
@@ -132,8 +131,25 @@ Refusal dial_failure(const Runtime& rt, const Authority& dest, const DialOutcome
 // A verified TLS connection to the bound origin `dest`, for a request of a
 // session with `policy`, in `upstream` (its socket watched by `watchdog`);
 // else the refusal: denied, unreachable, or a TLS handshake that failed.
+// ALPN offers http/1.1, and h2 first when `offer_h2`.
 awaitable<Refusal> open_bound_upstream(ClientContext& ctx, const EgressPolicy& policy, const Authority& dest,
-                                       Watchdog& watchdog, std::optional<tls_stream>& upstream);
+                                       Watchdog& watchdog, std::optional<tls_stream>& upstream, bool offer_h2 = false);
+
+// Where a request of an intercepted connection goes: the session's HTTP/2
+// connection to the origin on this thread, if one is open; else an HTTP/1.1
+// connection from the pool (into `upstream`); else a new verified connection
+// offering h2 and http/1.1. An origin that picks h2 gets an
+// H2OriginConnection, registered for the session's later requests (one dial
+// per key at a time, h2_origin_registry.hpp); one that picks http/1.1 lands
+// in `upstream`, watched by `watchdog`.
+struct OriginRoute {
+    Refusal refusal;
+    std::shared_ptr<H2OriginConnection> h2;
+    bool pooled = false;  // `upstream` came from the pool
+};
+awaitable<OriginRoute> route_to_origin(ClientContext& ctx, const EgressPolicy& policy, const Authority& dest,
+                                       const std::string& pool_key, Watchdog& watchdog,
+                                       std::optional<tls_stream>& upstream);
 
 // The HTTP/1.1 reply to a refusal on a TCP client; with `half_close`, the
 // client then reads the end of the stream.
@@ -227,11 +243,11 @@ awaitable<bool> serve_request(Front& front, Runtime& rt, std::optional<RequestHe
         const auto& minted = step.credential.minted;
         redactor.emplace(minted && minted->redaction ? minted->redaction : plan.binding->service->redaction);
     }
-    std::string wire = serialize_request_head(plan.outgoing);
-    wipe_head(plan.outgoing);
     ExchangeResult result;
-    if (co_await front.send_request(plan, wire, result))
+    // The front serialises the head for its origin's wire and wipes it.
+    if (co_await front.send_request(plan, result))
         co_await front.relay_response(plan, redactor ? &*redactor : nullptr, result);
+    wipe_head(plan.outgoing);
     front.forward_done(result);
     if (result.upstream_seconds > 0)
         rt.metrics.upstream_latency(std::chrono::duration<double>(result.upstream_seconds));

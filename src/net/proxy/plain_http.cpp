@@ -47,9 +47,9 @@ public:
     awaitable<Refusal> read_whole_body(const RequestPlan& plan, WipedBytes& body) {
         return net::read_whole_body(io_, plan, body);
     }
-    awaitable<bool> send_request(const RequestPlan& plan, std::string& wire, ExchangeResult& result) {
+    awaitable<bool> send_request(RequestPlan& plan, ExchangeResult& result) {
         policy_ = &plan.session->policy;
-        return net::send_request(io_, wire, plan, result);
+        return net::send_request(io_, plan, result);
     }
     awaitable<void> relay_response(const RequestPlan& plan, Redactor* redactor, ExchangeResult& result) {
         return net::relay_response(io_, plan, redactor, true, result);

@@ -13,8 +13,9 @@ namespace vaultgate::net {
 
 namespace {
 
-// ALPN upstream: http/1.1 only.
+// ALPN upstream: http/1.1 only, or h2 first where HTTP/2 can be spoken.
 constexpr unsigned char alpn_http11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+constexpr unsigned char alpn_h2_http11[] = {2, 'h', '2', 8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
 
 // Where a client-facing connection keeps the ALPN list it accepts (offer_alpn).
 int alpn_index() {
@@ -156,6 +157,10 @@ bool use_leaf(tls_stream& stream, const LeafCertificate& leaf, X509* chain_cert)
     SSL* ssl = stream.native_handle();
     if (SSL_use_certificate(ssl, leaf.cert.get()) != 1 || SSL_use_PrivateKey(ssl, leaf.key.get()) != 1) return false;
     return !chain_cert || SSL_add1_chain_cert(ssl, chain_cert) == 1;
+}
+
+void offer_h2_upstream(tls_stream& stream) {
+    SSL_set_alpn_protos(stream.native_handle(), alpn_h2_http11, sizeof alpn_h2_http11);
 }
 
 bool expect_upstream_identity(tls_stream& stream, const Authority& dest) {

@@ -25,6 +25,10 @@ void offer_alpn(tls_stream& stream, const std::string& wire);
 // The protocol the handshake agreed on ("h2", "http/1.1"); empty when none.
 std::string_view selected_alpn(tls_stream& stream);
 
+// ALPN to a bound origin: h2, then http/1.1 (the upstream context alone
+// offers http/1.1, as the token endpoints get it).
+void offer_h2_upstream(tls_stream& stream);
+
 // Sets SNI and the name (or IP) the upstream certificate must carry.
 bool expect_upstream_identity(tls_stream& stream, const Authority& dest);
 

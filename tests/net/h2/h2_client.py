@@ -7,7 +7,14 @@ with ALPN h2 against the vaultgate CA) to an intercepted host.
 Modes (each prints one JSON object):
   httpx                 GET /echo and POST /upload with python3-httpx, http2=True
   request PATH [N:V..]  one request with the fields given (the client's own
-                        checks off, so malformed ones go out as they are)
+                        checks off, so malformed ones go out as they are);
+                        --trailer N=V sends request trailers after the body,
+                        --grpc-body TEXT a gRPC-framed message as the body
+  concurrent N PATH     N requests at once on one connection
+  bidi PATH             a gRPC stream: one message, its echo awaited before the
+                        second message ends the request
+  h1 PATH [N:V..]       one HTTP/1.1 GET (ALPN http/1.1): the raw response text
+  settings              the SETTINGS vaultgate sends first
   hpack-bomb            a request whose fields decode to far more than 64 KiB
   table-size            a header block that raises the HPACK table past SETTINGS
   flood KIND            SETTINGS, PING, PRIORITY, empty DATA, rapid-reset or
@@ -103,12 +110,14 @@ def exchange(tls, conn, stream_id, timeout=10):
             tls.sendall(pending)
 
 
-def one_request(args, fields, body=None, conn_pair=None):
+def one_request(args, fields, body=None, conn_pair=None, trailers=None):
     tls, conn = conn_pair or new_connection(args)
     sid = conn.get_next_available_stream_id()
-    conn.send_headers(sid, fields, end_stream=body is None)
+    conn.send_headers(sid, fields, end_stream=body is None and not trailers)
     if body is not None:
-        conn.send_data(sid, body, end_stream=True)
+        conn.send_data(sid, body, end_stream=not trailers)
+    if trailers:
+        conn.send_headers(sid, trailers, end_stream=True)
     tls.sendall(conn.data_to_send())
     return exchange(tls, conn, sid)
 
@@ -129,11 +138,129 @@ def mode_request(args):
         else:
             fields.append((name, value))
     body = args.body.encode() if args.body is not None else None
+    if args.grpc_body is not None:
+        message = args.grpc_body.encode()
+        body = b"\0" + struct.pack(">I", len(message)) + message
+    trailers = [tuple(t.split("=", 1)) for t in args.trailer] or None
     pair = new_connection(args)
-    out = one_request(args, fields, body, conn_pair=pair)
+    out = one_request(args, fields, body, conn_pair=pair, trailers=trailers)
     if args.then and not out.get("closed") and out.get("goaway") is None:
         out["then"] = one_request(args, base_fields(args, args.then), conn_pair=pair)
     return out
+
+
+def mode_concurrent(args):
+    """N streams opened at once on one connection; each one's status and body."""
+    count, path = int(args.rest[0]), args.rest[1]
+    tls, conn = new_connection(args)
+    ids = []
+    for _ in range(count):
+        sid = conn.get_next_available_stream_id()
+        conn.send_headers(sid, base_fields(args, path), end_stream=True)
+        ids.append(sid)
+    tls.sendall(conn.data_to_send())
+    results = {sid: {"status": None, "body": "", "reset": None} for sid in ids}
+    open_ids = set(ids)
+    tls.settimeout(10)
+    while open_ids:
+        data = recv_or_nothing(tls)
+        if not data:
+            break
+        for event in conn.receive_data(data):
+            sid = getattr(event, "stream_id", None)
+            if sid not in results:
+                continue
+            if isinstance(event, h2.events.ResponseReceived):
+                results[sid]["status"] = int(dict(event.headers)[":status"])
+            elif isinstance(event, h2.events.DataReceived):
+                results[sid]["body"] += event.data.decode(errors="replace")
+                conn.acknowledge_received_data(event.flow_controlled_length, sid)
+            elif isinstance(event, h2.events.StreamReset):
+                results[sid]["reset"] = int(event.error_code)
+                open_ids.discard(sid)
+            elif isinstance(event, h2.events.StreamEnded):
+                open_ids.discard(sid)
+        pending = conn.data_to_send()
+        if pending:
+            tls.sendall(pending)
+    return {"responses": [results[sid] for sid in ids]}
+
+
+def mode_bidi(args):
+    tls, conn = new_connection(args)
+    sid = conn.get_next_available_stream_id()
+    conn.send_headers(sid, base_fields(args, args.rest[0], "POST") +
+                      [("content-type", "application/grpc"), ("te", "trailers")])
+    frame_of = lambda text: b"\0" + struct.pack(">I", len(text)) + text
+    conn.send_data(sid, frame_of(b"one"))
+    tls.sendall(conn.data_to_send())
+    out = {"status": None, "echoes": [], "trailers": {}}
+    tls.settimeout(10)
+    sent_second = False
+    while True:
+        data = recv_or_nothing(tls)
+        if not data:
+            out["closed"] = True
+            return out
+        for event in conn.receive_data(data):
+            if getattr(event, "stream_id", None) != sid:
+                continue
+            if isinstance(event, h2.events.ResponseReceived):
+                out["status"] = int(dict(event.headers)[":status"])
+            elif isinstance(event, h2.events.DataReceived):
+                out["echoes"].append(event.data[5:].decode(errors="replace"))
+                conn.acknowledge_received_data(event.flow_controlled_length, sid)
+                if not sent_second:  # the first echo came while the request was still open
+                    sent_second = True
+                    conn.send_data(sid, frame_of(b"two"), end_stream=True)
+            elif isinstance(event, h2.events.TrailersReceived):
+                out["trailers"] = dict(event.headers)
+            elif isinstance(event, (h2.events.StreamEnded, h2.events.StreamReset)):
+                return out
+        pending = conn.data_to_send()
+        if pending:
+            tls.sendall(pending)
+
+
+def mode_h1(args):
+    """HTTP/1.1 through the same CONNECT: the raw response, read to its end."""
+    sock = socket.create_connection(("127.0.0.1", args.proxy), timeout=10)
+    sock.sendall(f"CONNECT {args.authority} HTTP/1.1\r\nHost: {args.authority}\r\n\r\n".encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += sock.recv(4096)
+    ctx = ssl.create_default_context(cafile=args.ca)
+    ctx.set_alpn_protocols(["http/1.1"])
+    tls = ctx.wrap_socket(sock, server_hostname=args.authority.rsplit(":", 1)[0])
+    lines = [f"GET {args.rest[0]} HTTP/1.1", f"Host: {args.authority}", "Connection: close"]
+    lines += [item.replace("=", ": ", 1) for item in args.rest[1:]]
+    tls.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+    raw = b""
+    while True:
+        data = recv_or_nothing(tls)
+        if not data:
+            break
+        raw += data
+    return {"raw": raw.decode(errors="replace")}
+
+
+def mode_settings(args):
+    """The SETTINGS frame vaultgate sends after the preface, by identifier."""
+    tls = open_tls(args)
+    tls.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(0x4, 0, 0))
+    buf = b""
+    tls.settimeout(10)
+    while len(buf) < 9 or len(buf) < 9 + int.from_bytes(buf[:3], "big"):
+        data = recv_or_nothing(tls)
+        if not data:
+            break
+        buf += data
+    payload = buf[9:9 + int.from_bytes(buf[:3], "big")]
+    settings = {}
+    for i in range(0, len(payload), 6):
+        ident, value = struct.unpack(">HI", payload[i:i + 6])
+        settings[str(ident)] = value
+    return {"type": buf[3] if len(buf) > 3 else None, "settings": settings}
 
 
 def mode_unread_body(args):
@@ -308,11 +435,14 @@ def main():
     p.add_argument("--authority", required=True)
     p.add_argument("--body")
     p.add_argument("--then", help="a second request (a path) on the same connection")
+    p.add_argument("--trailer", action="append", default=[], help="NAME=VALUE, a request trailer")
+    p.add_argument("--grpc-body", help="a gRPC message (length-prefixed) as the body")
     p.add_argument("mode")
     p.add_argument("rest", nargs="*")
     args = p.parse_args()
     modes = {"httpx": mode_httpx, "request": mode_request, "hpack-bomb": mode_hpack_bomb,
-             "table-size": mode_table_size, "flood": mode_flood, "unread-body": mode_unread_body}
+             "table-size": mode_table_size, "flood": mode_flood, "unread-body": mode_unread_body,
+             "concurrent": mode_concurrent, "h1": mode_h1, "settings": mode_settings, "bidi": mode_bidi}
     print(json.dumps(modes[args.mode](args)))
 
 

@@ -15,6 +15,23 @@
 
 namespace vaultgate::test {
 
+// h2_origin.py as a child process: an HTTP/2-only TLS origin (api.h2.test)
+// that logs every request it received, one JSON line each.
+class H2Origin {
+public:
+    H2Origin(const TempDir& dir, const TestPki& pki, const std::vector<std::string>& hosts);
+    ~H2Origin();
+    H2Origin(const H2Origin&) = delete;
+    H2Origin& operator=(const H2Origin&) = delete;
+    std::uint16_t port() const { return port_; }
+    std::vector<nlohmann::json> requests() const;
+
+private:
+    std::string log_path_;
+    int pid_ = -1;
+    std::uint16_t port_ = 0;
+};
+
 class H2Test : public ::testing::Test {
 protected:
     H2Test();
@@ -26,6 +43,11 @@ protected:
 
     std::string bound_authority() const { return "api.bound.test:" + std::to_string(bound_.port()); }
     std::string redact_authority() const { return "redact.test:" + std::to_string(redacting_.port()); }
+    // The HTTP/2 origin's service (h2_origin_test.cpp starts one).
+    std::string h2_authority() const { return "api.h2.test:" + std::to_string(h2_origin_->port()); }
+    // The same origin under a service that redacts the secret from responses.
+    std::string h2_redact_authority() const { return "redact.h2.test:" + std::to_string(h2_origin_->port()); }
+    void start_h2_origin();
 
     // Runs h2_client.py against `authority`: its JSON answer (null when it failed).
     nlohmann::json h2_client(const std::string& authority, const std::vector<std::string>& args,
@@ -38,6 +60,8 @@ protected:
     TestPki pki_;
     std::pair<std::string, std::string> bound_files_, redact_files_;
     RecordingUpstream bound_, redacting_;
+    std::unique_ptr<H2Origin> h2_origin_;
+    unsigned proxy_threads_ = 2;
     std::unique_ptr<ProxyUnderTest> proxy_;
 };
 

@@ -1,7 +1,7 @@
 // The response heads vaultgate writes to the client, built from the origin's:
 // what a redacting service's head may still carry, and which 1xx heads go on.
 // Pure functions of the exchange; no network here.
-#include "net/proxy/exchange.hpp"
+#include "net/forward/exchange.hpp"
 
 #include <gtest/gtest.h>
 

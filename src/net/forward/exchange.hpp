@@ -54,10 +54,11 @@ struct BodyWriter {
     }
 
     // Sends what is still due at the end of the body: the head, if no body
-    // piece carried it, and the last chunk of a chunked body.
-    awaitable<error_code> finish() {
+    // piece carried it, and the last chunk of a chunked body (`last`: with
+    // a trailer section).
+    awaitable<error_code> finish(std::string_view last = last_chunk) {
         take_head();
-        if (chunked) frame->append(last_chunk);
+        if (chunked) frame->append(last);
         if (frame->empty()) co_return error_code{};
         co_return co_await write_all(*stream, *frame, *watchdog, timeout);
     }
@@ -86,12 +87,48 @@ bool content_coding_is_identity(const ResponseHead& head);
 // serialised head still holds it (a copy that spans a field boundary).
 std::optional<std::string> serialize_for_client(ResponseHead& head, const Redactor* redactor);
 
+// How a response body with framing `rf` goes to an HTTP/1.1 client: as it
+// came, re-chunked (its length unknown, or changed by redaction), or
+// delimited by closing the connection (an HTTP/1.0 client).
+struct H1ClientShape {
+    bool keep_length = false;  // Content-Length stays
+    bool rechunk = false;      // Transfer-Encoding: chunked
+    bool close_after = false;  // Connection: close, and the connection ends
+};
+H1ClientShape shape_for_h1_client(const BodyFraming& rf, const RequestPlan& req, bool redacting, bool draining);
+
+// The response head for an HTTP/1.1 client, shaped so: hop-by-hop fields,
+// those Connection lists and Content-Length dropped, framing set anew.
+ResponseHead head_for_h1_client(ResponseHead&& resp, const BodyFraming& rf, const H1ClientShape& shape);
+
+// A response head that still holds the credential after redaction.
+inline Refusal unredactable_response() {
+    return refusal(502, "unredactable_response",
+                   "the origin's response head holds the credential in a form that cannot be redacted");
+}
+
+// A compressed body cannot be scanned; refusing beats passing it unscanned.
+inline Refusal compressed_response_refusal() {
+    return refusal(502, "compressed_response_refused", "the origin sent a compressed response to a redacted service");
+}
+
 // The 1xx head to pass to the client: hop-by-hop fields removed, redacted.
 // nullopt when it goes nowhere: a 100 (vaultgate answers Expect itself), an
 // HTTP/1.0 client (it expects no 1xx, RFC 9110 section 15.2), or a head that
 // redaction cannot clean (it is informational only, so dropping it is safe).
 std::optional<std::string> informational_for_client(ResponseHead& info, int client_version_minor,
                                                     const Redactor* redactor);
+
+// The fields of a trailer section as the client gets them: only those
+// allowed_in_trailers (h2_fields.hpp), redacted as a head is; a field that
+// still holds the secret is dropped.
+std::vector<Header> trailers_for_client(std::vector<Header>&& fields, const Redactor* redactor);
+
+// The last chunk of a chunked body with `trailers` as its trailer section.
+std::string last_chunk_with(const std::vector<Header>& trailers);
+
+// Overwrites the head's values and target once serialised: they may hold the secret.
+void wipe_head(RequestHead& head);
 
 // Passes each body piece through the redactor before the writer (a
 // BodyWriter, or an HTTP/2 stream's sink); holds back at most the redactor's
@@ -149,21 +186,27 @@ void fail_exchange(ExchangeIo<Client, Upstream>& io, ExchangeResult& result, Ref
     result.refusal = std::move(refusal);
 }
 
-// Sends `wire` (wiped afterwards: it may hold the secret) and the request body.
+// A chunked body that is already malformed in what arrived with the head is
+// refused before anything is sent (or dialled): the origin then sees no bytes at all.
+inline Refusal broken_chunked_body(const ReadBuffer& client_buf, const RequestPlan& req) {
+    if (req.framing.kind != BodyKind::chunked || client_buf.empty()) return {};
+    ChunkedDecoder probe;
+    std::string scratch;
+    if (probe.feed(client_buf.view(), scratch).status != ChunkedDecoder::Status::error) return {};
+    return refusal(400, "bad_chunked_body", std::string(probe.error()));
+}
+
+// Sends the request's head, re-serialised (the head and its text are wiped
+// once sent: they may hold the secret), and its body.
 template <class Client, class Upstream>
-awaitable<bool> send_request(ExchangeIo<Client, Upstream>& io, std::string& wire, const RequestPlan& req,
-                             ExchangeResult& result) {
+awaitable<bool> send_request(ExchangeIo<Client, Upstream>& io, RequestPlan& req, ExchangeResult& result) {
+    std::string wire = serialize_request_head(req.outgoing);
+    wipe_head(req.outgoing);
     bool has_body = req.framing.kind != BodyKind::none;
-    // A chunked body that is already malformed in what arrived with the head is
-    // refused before anything is sent: the origin then sees no bytes at all.
-    if (req.framing.kind == BodyKind::chunked && !io.client_buf.empty()) {
-        ChunkedDecoder probe;
-        std::string scratch;
-        if (probe.feed(io.client_buf.view(), scratch).status == ChunkedDecoder::Status::error) {
-            wipe_string(wire);
-            result.refusal = refusal(400, "bad_chunked_body", std::string(probe.error()));
-            co_return false;
-        }
+    if (Refusal broken = broken_chunked_body(io.client_buf, req)) {
+        wipe_string(wire);
+        result.refusal = std::move(broken);
+        co_return false;
     }
 
     bool reused = false;
@@ -375,46 +418,22 @@ awaitable<void> relay_response(ExchangeIo<Client, Upstream>& io, const RequestPl
     if (redactor) {
         // A compressed body cannot be scanned; refusing beats passing it unscanned.
         if (!content_coding_is_identity(resp)) {
-            fail_exchange(io, result,
-                          refusal(502, "compressed_response_refused",
-                                  "the origin sent a compressed response to a redacted service"));
+            fail_exchange(io, result, compressed_response_refusal());
             co_return;
         }
     }
     bool upstream_close = rf.kind == BodyKind::until_close || wants_close(resp.headers, resp.version_minor);
-    bool client_http10 = req.summary.version_minor == 0;
-    // Redaction changes the body's length, so a Content-Length cannot be kept.
-    bool length_changes = redactor && rf.kind == BodyKind::content_length;
-    bool unframed = rf.kind == BodyKind::until_close || length_changes;
-    // An unframed body is re-chunked for HTTP/1.1 clients so their connection survives it.
-    bool rechunk = rf.kind == BodyKind::chunked || (unframed && !client_http10);
-    bool close_after = req.client_close || (unframed && client_http10) || draining;
-
-    ResponseHead out;
-    out.version_minor = 1;
-    out.status = resp.status;
-    out.reason = resp.reason;
-    out.headers.reserve(resp.headers.size() + 2);
-    for (auto& h : resp.headers) {
-        if (is_hop_by_hop(h.name) || listed_in(resp_tokens, h.name) || iequals(h.name, "content-length")) continue;
-        out.headers.push_back(std::move(h));
-    }
-    if (rf.kind == BodyKind::content_length && !length_changes)
-        out.headers.push_back({"Content-Length", std::to_string(rf.length)});
-    else if (rechunk)
-        out.headers.push_back({"Transfer-Encoding", "chunked"});
-    if (close_after) out.headers.push_back({"Connection", "close"});
+    const H1ClientShape shape = shape_for_h1_client(rf, req, redactor != nullptr, draining);
+    ResponseHead out = head_for_h1_client(std::move(resp), rf, shape);
     auto head_text = serialize_for_client(out, redactor);
     if (!head_text) {
-        fail_exchange(io, result,
-                      refusal(502, "unredactable_response",
-                              "the origin's response head holds the credential in a form that cannot be redacted"));
+        fail_exchange(io, result, unredactable_response());
         co_return;
     }
-    result.status = resp.status;
+    result.status = out.status;
 
-    BodyWriter<Client> to_client{&io.client, &io.watchdog,     io.limits.idle_timeout,
-                                 rechunk,    &io.write_buffer, std::move(*head_text)};
+    BodyWriter<Client> to_client{&io.client,    &io.watchdog,     io.limits.idle_timeout,
+                                 shape.rechunk, &io.write_buffer, std::move(*head_text)};
     // The head waits for the body only when body bytes are already here (or
     // there is no body): a stream (SSE) whose first event comes later must not
     // keep its head from the client meanwhile. Nor may redaction, which holds
@@ -444,7 +463,7 @@ awaitable<void> relay_response(ExchangeIo<Client, Upstream>& io, const RequestPl
     }
     if (upstream_close) io.drop_upstream();
     result.keep_upstream = !upstream_close;
-    result.keep_client = !close_after;
+    result.keep_client = !shape.close_after;
 }
 
 }  // namespace vaultgate::net
