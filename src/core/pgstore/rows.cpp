@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
 
 namespace vaultgate::pg {
 
@@ -46,17 +48,22 @@ void apply_removals(Connection& conn, std::int64_t since, StoreData& data) {
     const auto rows = conn.exec(
         "reading removals", "SELECT kind, vault_id, key FROM vaultgate_removals WHERE version > $1 ORDER BY version",
         {text(since)});
+    // Sessions go in one pass at the end: many removals (an expiry sweep)
+    // then cost one walk over the sessions, not one each.
+    std::unordered_set<std::string> gone_sessions;
     for (int r = 0; r < rows.rows(); ++r) {
         const auto kind = rows.text(r, 0), vault_id = rows.text(r, 1), key = rows.text(r, 2);
         if (kind == "vault") {
             erase_by(data.vaults, key, &StoredVault::id);
         } else if (kind == "session") {
-            erase_by(data.sessions, key, &StoredSession::id);
+            gone_sessions.insert(key);
         } else if (auto* vault = vault_of(data, vault_id)) {
             if (kind == "credential") erase_by(vault->credentials, key, &StoredCredential::name);
             if (kind == "service") erase_by(vault->services, key, &StoredService::id);
         }
     }
+    if (!gone_sessions.empty())
+        std::erase_if(data.sessions, [&](const StoredSession& s) { return gone_sessions.count(s.id) > 0; });
 }
 
 void read_vaults(Connection& conn, std::int64_t since, StoreData& data) {
@@ -100,6 +107,12 @@ void read_services(Connection& conn, std::int64_t since, StoreData& data) {
     const auto rows = conn.exec(
         "reading services", "SELECT id, vault_id, config FROM vaultgate_services WHERE row_version > $1 ORDER BY seq",
         {text(since)});
+    // Where each held service is (as for sessions below: no search per row).
+    // Indexes, not pointers: an append may move a vault's services.
+    std::unordered_map<std::string, std::pair<StoredVault*, std::size_t>> held;
+    if (rows.rows() > 0)
+        for (auto& vault : data.vaults)
+            for (std::size_t i = 0; i < vault.services.size(); ++i) held.emplace(vault.services[i].id, std::pair{&vault, i});
     for (int r = 0; r < rows.rows(); ++r) {
         StoredService service;
         service.id = rows.text(r, 0);
@@ -112,7 +125,11 @@ void read_services(Connection& conn, std::int64_t since, StoreData& data) {
         service.config = std::move(*config);
         auto* vault = vault_of(data, vault_id);
         if (!vault) damaged("service " + service.id, "its vault " + vault_id + " is missing");
-        upsert(vault->services, std::move(service), &StoredService::id);
+        // A service never moves to another vault: its id is random and new.
+        if (const auto it = held.find(service.id); it != held.end())
+            it->second.first->services[it->second.second] = std::move(service);
+        else
+            vault->services.push_back(std::move(service));
     }
 }
 
@@ -121,6 +138,14 @@ void read_sessions(Connection& conn, std::int64_t since, StoreData& data) {
                                 "SELECT id, token_digest, vault_ids, policy, policy_name, expires_at_ms, source,"
                                 " created_at_ms FROM vaultgate_sessions WHERE row_version > $1 ORDER BY seq",
                                 {text(since)});
+    // Where each held session is, so that a row finds its place at once (a
+    // search per row would make reading n sessions cost n squared).
+    std::unordered_map<std::string, std::size_t> held;
+    if (rows.rows() > 0) {
+        held.reserve(data.sessions.size());
+        for (std::size_t i = 0; i < data.sessions.size(); ++i) held.emplace(data.sessions[i].id, i);
+    }
+    data.sessions.reserve(data.sessions.size() + static_cast<std::size_t>(rows.rows()));
     for (int r = 0; r < rows.rows(); ++r) {
         StoredSession session;
         session.id = rows.text(r, 0);
@@ -145,7 +170,12 @@ void read_sessions(Connection& conn, std::int64_t since, StoreData& data) {
             if (!session.source) damaged(where, "source is not a CIDR");
         }
         session.created_at_ms = rows.number(r, 7);
-        upsert(data.sessions, std::move(session), &StoredSession::id);
+        if (const auto it = held.find(session.id); it != held.end()) {
+            data.sessions[it->second] = std::move(session);
+        } else {
+            held.emplace(session.id, data.sessions.size());
+            data.sessions.push_back(std::move(session));
+        }
     }
 }
 
