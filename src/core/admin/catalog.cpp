@@ -420,17 +420,39 @@ void Catalog::commit(const StoreChange& change, const std::function<void()>& und
     }
 }
 
+// In place, and published change by change from the last snapshot: a
+// replica takes in another's change at the cost of that change (the
+// announcement of its own costs one query). A store read whole, or a large
+// batch, is composed whole.
 bool Catalog::refresh() {
     if (!loaded_) return false;
-    StoreData next = data_;
-    if (!store_->refresh(next)) return false;
-    std::unordered_set<std::string_view> kept;
-    kept.reserve(next.sessions.size());
-    for (const auto& n : next.sessions) kept.insert(n.id);
-    for (const auto& s : data_.sessions)
-        if (!kept.count(s.id)) gone_sessions_.push_back(s.id);
-    data_ = std::move(next);
-    publish(sys_clock::now());
+    VaultStore::Refresh read;
+    if (!store_->refresh(data_, &read)) return false;
+    const auto now = sys_clock::now();
+    if (read.whole) {
+        std::unordered_set<std::string_view> kept;
+        kept.reserve(data_.sessions.size());
+        for (const auto& s : data_.sessions) kept.insert(s.id);
+        for (const auto& [id, s] : published_->sessions)
+            if (!s.token_digest.empty() && !kept.count(id)) gone_sessions_.push_back(id);
+        publish(now);
+        return true;
+    }
+    for (const auto& change : read.changes)
+        if (change.kind == StoreChange::Kind::remove_sessions)
+            for (const auto& id : change.keys)
+                if (published_->find_session(id)) gone_sessions_.push_back(id);
+    constexpr std::size_t largest_batch = 256;
+    if (read.changes.size() > largest_batch) {
+        publish(now);
+        return true;
+    }
+    std::vector<std::string> warnings;
+    auto state = published_;
+    for (const auto& change : read.changes)
+        state = compose_change(*state, *config_state_, config_, data_, change, now, &warnings);
+    for (const auto& w : warnings) log_warn(w);
+    publish_state(std::move(state));
     return true;
 }
 

@@ -84,7 +84,7 @@ public:
         return data;
     }
 
-    bool refresh(StoreData& data) override {
+    bool refresh(StoreData& data, Refresh* read) override {
         return guarded(available_, [&] {
             prune_removals_when_due();
             return conn_.transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", [&] {
@@ -95,11 +95,17 @@ public:
                 if (static_cast<std::uint64_t>(version) == data.generation) return false;
                 if (static_cast<std::uint64_t>(version) < data.generation || data.generation < pruned) {
                     // The database was replaced by an older one, or removals
-                    // this replica has not seen were pruned: read it whole.
-                    data = StoreData{};
-                    pg::read_changes(conn_, sealer_, 0, data);
+                    // this replica has not seen were pruned: read it whole,
+                    // apart, so that a failure leaves `data` as it was.
+                    StoreData whole;
+                    pg::read_changes(conn_, sealer_, 0, whole);
+                    data = std::move(whole);
+                    if (read) read->whole = true;
                 } else {
-                    pg::read_changes(conn_, sealer_, static_cast<std::int64_t>(data.generation), data);
+                    // In place: rows apply by key, so after a failure the
+                    // next read (from the same version) puts it right.
+                    pg::read_changes(conn_, sealer_, static_cast<std::int64_t>(data.generation), data,
+                                     read ? &read->changes : nullptr);
                 }
                 data.generation = version;
                 return true;

@@ -44,7 +44,7 @@ void upsert(std::vector<T>& items, T item, std::string T::*field) {
         items.push_back(std::move(item));
 }
 
-void apply_removals(Connection& conn, std::int64_t since, StoreData& data) {
+void apply_removals(Connection& conn, std::int64_t since, StoreData& data, std::vector<StoreChange>* changes) {
     const auto rows = conn.exec(
         "reading removals", "SELECT kind, vault_id, key FROM vaultgate_removals WHERE version > $1 ORDER BY version",
         {text(since)});
@@ -55,18 +55,29 @@ void apply_removals(Connection& conn, std::int64_t since, StoreData& data) {
         const auto kind = rows.text(r, 0), vault_id = rows.text(r, 1), key = rows.text(r, 2);
         if (kind == "vault") {
             erase_by(data.vaults, key, &StoredVault::id);
+            if (changes) changes->push_back({StoreChange::Kind::remove_vault, key});
         } else if (kind == "session") {
             gone_sessions.insert(key);
         } else if (auto* vault = vault_of(data, vault_id)) {
             if (kind == "credential") erase_by(vault->credentials, key, &StoredCredential::name);
             if (kind == "service") erase_by(vault->services, key, &StoredService::id);
+            if (changes)
+                changes->push_back({kind == "credential" ? StoreChange::Kind::remove_credential
+                                                         : StoreChange::Kind::remove_service,
+                                    vault_id, key});
         }
     }
-    if (!gone_sessions.empty())
+    if (!gone_sessions.empty()) {
         std::erase_if(data.sessions, [&](const StoredSession& s) { return gone_sessions.count(s.id) > 0; });
+        if (changes) {
+            StoreChange removal{StoreChange::Kind::remove_sessions};
+            removal.keys.assign(gone_sessions.begin(), gone_sessions.end());
+            changes->push_back(std::move(removal));
+        }
+    }
 }
 
-void read_vaults(Connection& conn, std::int64_t since, StoreData& data) {
+void read_vaults(Connection& conn, std::int64_t since, StoreData& data, std::vector<StoreChange>* changes) {
     const auto rows = conn.exec(
         "reading vaults", "SELECT id, name, created_at_ms FROM vaultgate_vaults WHERE row_version > $1 ORDER BY seq",
         {text(since)});
@@ -75,6 +86,7 @@ void read_vaults(Connection& conn, std::int64_t since, StoreData& data) {
         vault.id = rows.text(r, 0);
         vault.name = rows.text(r, 1);
         vault.created_at_ms = rows.number(r, 2);
+        if (changes) changes->push_back({StoreChange::Kind::add_vault, vault.id});
         if (auto* existing = vault_of(data, vault.id)) {
             existing->name = vault.name;
             existing->created_at_ms = vault.created_at_ms;
@@ -84,7 +96,8 @@ void read_vaults(Connection& conn, std::int64_t since, StoreData& data) {
     }
 }
 
-void read_credentials(Connection& conn, const ValueSealer& sealer, std::int64_t since, StoreData& data) {
+void read_credentials(Connection& conn, const ValueSealer& sealer, std::int64_t since, StoreData& data,
+                      std::vector<StoreChange>* changes) {
     const auto rows = conn.exec("reading credentials",
                                 "SELECT vault_id, name, sealed_value, version, updated_at_ms FROM vaultgate_credentials"
                                 " WHERE row_version > $1 ORDER BY seq",
@@ -99,11 +112,12 @@ void read_credentials(Connection& conn, const ValueSealer& sealer, std::int64_t 
         credential.updated_at_ms = rows.number(r, 4);
         auto* vault = vault_of(data, vault_id);
         if (!vault) damaged("credential " + credential.name, "its vault " + vault_id + " is missing");
+        if (changes) changes->push_back({StoreChange::Kind::rotate_credential, vault_id, credential.name});
         upsert(vault->credentials, std::move(credential), &StoredCredential::name);
     }
 }
 
-void read_services(Connection& conn, std::int64_t since, StoreData& data) {
+void read_services(Connection& conn, std::int64_t since, StoreData& data, std::vector<StoreChange>* changes) {
     const auto rows = conn.exec(
         "reading services", "SELECT id, vault_id, config FROM vaultgate_services WHERE row_version > $1 ORDER BY seq",
         {text(since)});
@@ -125,6 +139,7 @@ void read_services(Connection& conn, std::int64_t since, StoreData& data) {
         service.config = std::move(*config);
         auto* vault = vault_of(data, vault_id);
         if (!vault) damaged("service " + service.id, "its vault " + vault_id + " is missing");
+        if (changes) changes->push_back({StoreChange::Kind::add_service, vault_id, service.id});
         // A service never moves to another vault: its id is random and new.
         if (const auto it = held.find(service.id); it != held.end())
             it->second.first->services[it->second.second] = std::move(service);
@@ -133,7 +148,7 @@ void read_services(Connection& conn, std::int64_t since, StoreData& data) {
     }
 }
 
-void read_sessions(Connection& conn, std::int64_t since, StoreData& data) {
+void read_sessions(Connection& conn, std::int64_t since, StoreData& data, std::vector<StoreChange>* changes) {
     const auto rows = conn.exec("reading sessions",
                                 "SELECT id, token_digest, vault_ids, policy, policy_name, expires_at_ms, source,"
                                 " created_at_ms FROM vaultgate_sessions WHERE row_version > $1 ORDER BY seq",
@@ -170,6 +185,7 @@ void read_sessions(Connection& conn, std::int64_t since, StoreData& data) {
             if (!session.source) damaged(where, "source is not a CIDR");
         }
         session.created_at_ms = rows.number(r, 7);
+        if (changes) changes->push_back({StoreChange::Kind::add_session, {}, session.id});
         if (const auto it = held.find(session.id); it != held.end()) {
             data.sessions[it->second] = std::move(session);
         } else {
@@ -185,12 +201,13 @@ std::string credential_context(std::string_view vault_id, std::string_view name)
     return "vaultgate credential\n" + std::string(vault_id) + "\n" + std::string(name);
 }
 
-void read_changes(Connection& conn, const ValueSealer& sealer, std::int64_t since, StoreData& data) {
-    if (since > 0) apply_removals(conn, since, data);
-    read_vaults(conn, since, data);
-    read_credentials(conn, sealer, since, data);
-    read_services(conn, since, data);
-    read_sessions(conn, since, data);
+void read_changes(Connection& conn, const ValueSealer& sealer, std::int64_t since, StoreData& data,
+                  std::vector<StoreChange>* changes) {
+    if (since > 0) apply_removals(conn, since, data, changes);
+    read_vaults(conn, since, data, changes);
+    read_credentials(conn, sealer, since, data, changes);
+    read_services(conn, since, data, changes);
+    read_sessions(conn, since, data, changes);
 }
 
 void write_vault(Connection& conn, const StoredVault& vault, std::int64_t version) {
