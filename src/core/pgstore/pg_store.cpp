@@ -27,10 +27,11 @@ const StoredVault& vault_in(const StoreData& data, const std::string& id) {
     throw std::logic_error("store change names a vault that is not in the data");
 }
 
+// From the back: the item a change adds was just appended.
 template <class T>
 const T& item_in(const std::vector<T>& items, const std::string& key, std::string T::*field) {
-    for (const auto& item : items)
-        if (item.*field == key) return item;
+    for (auto it = items.rbegin(); it != items.rend(); ++it)
+        if ((*it).*field == key) return *it;
     throw std::logic_error("store change names an item that is not in the data");
 }
 
