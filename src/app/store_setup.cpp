@@ -21,7 +21,7 @@ std::unique_ptr<VaultStore> open_configured_store(const Config& config, const Se
         return guard_against_rollback(open_file_store(config.store_path, master_key),
                                       generation_record_path(config.store_path), allow_rollback);
     try {
-        return open_pg_store(*config.store_url, master_key);
+        return open_pg_store(*config.store_url, master_key, PgStoreOptions{config.store_removals_retention});
     } catch (const StoreUnavailable& e) {
         throw StoreError(std::string("store.url: ") + e.what() +
                          "; a replica cannot start without its database (it has no snapshot to serve from)");

@@ -110,7 +110,7 @@ TEST(PgStore, MigratesOnceAndKeepsEveryChangeAsRows) {
         });
     for (auto& t : starters) t.join();
     EXPECT_EQ(opened.load(), 3);
-    EXPECT_EQ(pg->psql("SELECT schema_version FROM vaultgate_meta"), "1\n");
+    EXPECT_EQ(pg->psql("SELECT schema_version FROM vaultgate_meta"), "2\n");
 
     auto store = open_pg_store(pg->url(), master_key());
     StoreData data = store->load();
@@ -208,6 +208,55 @@ TEST(PgStore, RotationIsCompareAndSetAndOtherWritersChangesAreRead) {
     } catch (const StoreConflict& e) {
         EXPECT_EQ(e.code, "name_taken");
     }
+}
+
+// Removals older than store.removals_retention are deleted; a replica whose
+// version is older than the newest one deleted reads the store whole again,
+// so a deletion it never saw does not stay in its memory.
+TEST(PgStore, OldRemovalsArePrunedAndAReplicaBehindThemReadsEverythingAgain) {
+    VAULTGATE_START_PG(pg);
+    auto a = open_pg_store(pg->url(), master_key());
+    StoreData da = a->load();
+    add_sample(*a, da);
+    StoreData behind = da;  // a replica that saw version 4 and nothing since
+    const auto remove_session = [&](const std::string& id) {
+        StoreData next = da;
+        std::erase_if(next.sessions, [&](const StoredSession& s) { return s.id == id; });
+        StoreChange change{StoreChange::Kind::remove_sessions};
+        change.keys = {id};
+        next.generation = da.generation + 1;
+        ASSERT_EQ(a->apply(change, next), next.generation);
+        da = std::move(next);
+    };
+    remove_session("ses_one");  // version 5
+    StoreData next = da;
+    next.sessions.push_back(sample().sessions[0]);
+    next.sessions.back().id = "ses_two";
+    next.sessions.back().token_digest = "digest-two";
+    next.generation = da.generation + 1;
+    ASSERT_EQ(a->apply({StoreChange::Kind::add_session, {}, "ses_two"}, next), 6u);
+    da = next;
+    StoreData at_six = da;
+    remove_session("ses_two");  // version 7
+
+    // The first removal is two days old, the second new; the retention is a day.
+    pg->psql("UPDATE vaultgate_removals SET removed_at = now() - interval '2 days' WHERE version = 5");
+    auto pruner = open_pg_store(pg->url(), master_key(), PgStoreOptions{std::chrono::hours(24)});
+    StoreData dp = pruner->load();
+    EXPECT_FALSE(pruner->refresh(dp));  // prunes; nothing else changed
+    EXPECT_EQ(pg->psql("SELECT version FROM vaultgate_removals ORDER BY version"), "7\n");
+    EXPECT_EQ(pg->psql("SELECT removals_pruned_through FROM vaultgate_meta"), "5\n");
+
+    // Behind the pruned removal: read whole, and ses_one is gone.
+    ASSERT_TRUE(a->refresh(behind));
+    EXPECT_EQ(behind.generation, 7u);
+    EXPECT_TRUE(behind.sessions.empty());
+    ASSERT_EQ(behind.vaults.size(), 1u);
+    EXPECT_EQ(behind.vaults[0].credentials[0].value.reveal(), secret_value);
+    // Past it: the removals since its version are all there.
+    ASSERT_TRUE(a->refresh(at_six));
+    EXPECT_EQ(at_six.generation, 7u);
+    EXPECT_TRUE(at_six.sessions.empty());
 }
 
 TEST(PgStore, ADatabaseThatGoesAwayIsUnavailableUntilItIsBack) {

@@ -121,6 +121,9 @@ struct Config {
     std::string store_path = "vaultgate.db";
     std::optional<std::string> store_url;  // a shared PostgreSQL store instead of the file
     std::optional<std::string> store_master_key_file;
+    // store.url only: how long a removal's record is kept for replicas that
+    // are behind (pgstore/pg_store.hpp).
+    std::chrono::milliseconds store_removals_retention = std::chrono::hours(168);
 
     std::optional<std::string> admin_token_file;
 

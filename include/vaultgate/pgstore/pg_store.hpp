@@ -16,10 +16,19 @@
 
 namespace vaultgate {
 
+struct PgStoreOptions {
+    // How long the record of a removal is kept for replicas that are behind
+    // (store.removals_retention). Older ones are deleted by refresh() at most
+    // once per min(retention, 1 h); a replica further behind than that reads
+    // the whole store again instead of the removals since its version.
+    std::chrono::milliseconds removals_retention = std::chrono::hours(168);
+};
+
 // Connects to `url`, creates or migrates the schema, and returns the store.
 // Throws StoreUnavailable when the database cannot be reached, StoreError
 // otherwise (a wrong master key shows at load()).
-std::unique_ptr<VaultStore> open_pg_store(const std::string& url, const Secret& master_key);
+std::unique_ptr<VaultStore> open_pg_store(const std::string& url, const Secret& master_key,
+                                          PgStoreOptions options = {});
 
 // The NOTIFY channel each change is announced on, its payload the version.
 inline constexpr const char* pg_change_channel = "vaultgate_changes";

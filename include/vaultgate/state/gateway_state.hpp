@@ -7,6 +7,7 @@
 #include "vaultgate/credentials/path_prefix.hpp"
 #include "vaultgate/credentials/redact.hpp"
 #include "vaultgate/egress/policy.hpp"
+#include "vaultgate/state/sharded_table.hpp"
 #include "vaultgate/util/secret.hpp"
 
 #include <chrono>
@@ -93,8 +94,8 @@ struct Route {
 
 class GatewayState {
 public:
-    std::map<std::string, Vault> vaults;         // by name
-    std::map<std::string, Session> sessions;     // by id
+    ShardedTable<Vault> vaults;                  // by name, shared with the snapshots before
+    ShardedTable<Session> sessions;              // by id, shared with the snapshots before
     std::optional<std::string> default_session;  // id of the listener's session
 
     const Session* find_session(std::string_view id) const;

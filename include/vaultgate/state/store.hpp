@@ -119,9 +119,17 @@ public:
         return next.generation;
     }
     // Brings `data` up to the store's current state (changes made by other
-    // writers since data.generation). Returns false when nothing changed.
-    // Throws StoreUnavailable.
-    virtual bool refresh(StoreData& data) { return false; }
+    // writers since data.generation), in place. Returns false when nothing
+    // changed. `read`, when given, gets what changed as StoreChanges (their
+    // keys; the values are in `data`), or `whole` when the store was read
+    // whole. Throws StoreUnavailable; `data` may then hold part of the
+    // changes under its old generation, which the next refresh reads again
+    // (every change applies by key).
+    struct Refresh {
+        bool whole = false;
+        std::vector<StoreChange> changes;
+    };
+    virtual bool refresh(StoreData& data, Refresh* read = nullptr) { return false; }
     // False while the store cannot be reached (what /readyz reports).
     virtual bool available() const { return true; }
     // For messages: "encrypted file store /var/lib/vaultgate/vaultgate.db".

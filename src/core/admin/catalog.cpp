@@ -5,6 +5,8 @@
 #include "vaultgate/observe/diag_log.hpp"
 
 #include <algorithm>
+#include <set>
+#include <unordered_set>
 
 namespace vaultgate::admin {
 
@@ -16,15 +18,17 @@ std::string source_prefix(const Config& config) {
     return config.source_path.empty() ? std::string() : config.source_path + ": ";
 }
 
-// The first session of the composed state with two bindings that tie, as
-// "session <id>: <binding> and <binding> bind ...".
-std::optional<std::string> first_binding_tie(const GatewayState& config_state, const Config& config,
-                                             const StoreData& data) {
-    const auto state = compose_state(config_state, config, data, sys_clock::now(), nullptr, nullptr);
-    for (const auto& [id, session] : state->sessions)
-        if (auto tie = state->find_binding_tie(session))
+// The first session of `state` with two bindings that tie, as "session
+// <id>: <binding> and <binding> bind ...". Sessions with the same vaults are
+// looked at once: many sessions share few sets of vaults.
+std::optional<std::string> first_binding_tie(const GatewayState& state) {
+    std::set<std::vector<std::string>> checked;
+    for (const auto& [id, session] : state.sessions) {
+        if (!checked.insert(session.vault_names).second) continue;
+        if (auto tie = state.find_binding_tie(session))
             return "session " + id + ": " + tie->first + " and " + tie->second +
                    " bind the same host, port and path_prefix";
+    }
     return std::nullopt;
 }
 
@@ -59,21 +63,24 @@ void Catalog::load() {
     StoreData data = store_->load();
     auto config_state = build_config_state(config_);
     check_vault_names(config_, data);
+    std::vector<std::string> warnings;
+    auto state = compose_state(*config_state, config_, data, sys_clock::now(), nullptr, &warnings);
+    for (const auto& w : warnings) log_warn(w);
     // Stored before such ties were refused: requests they match are refused
     // (binding_conflict) until the session or a binding goes.
-    if (auto tie = first_binding_tie(*config_state, config_, data))
+    if (auto tie = first_binding_tie(*state))
         log_warn("admin API: " + *tie + "; requests that match both are refused");
     data_ = std::move(data);
     config_state_ = std::move(config_state);
     config_loaded_ms_ = to_ms(sys_clock::now());
     loaded_ = true;
-    publish(sys_clock::now());
+    publish_state(std::move(state));
 }
 
 void Catalog::reload(Config config, std::shared_ptr<const GatewayState> config_state) {
     check_vault_names(config, data_);
     if (loaded_)
-        if (auto tie = first_binding_tie(*config_state, config, data_))
+        if (auto tie = first_binding_tie(*compose_state(*config_state, config, data_, sys_clock::now())))
             throw ConfigError(source_prefix(config) + *tie + "; the config is not reloaded");
     config_ = std::move(config);
     config_state_ = std::move(config_state);
@@ -87,31 +94,31 @@ std::vector<std::string> Catalog::expire(sys_clock::time_point now) {
     const std::int64_t now_ms = to_ms(now);
     for (const auto& s : data_.sessions)
         if (s.expires_at_ms <= now_ms) expired.push_back(s.id);
-    // The common tick finds nothing, and copies nothing.
+    // The common tick finds nothing, and changes nothing.
     if (expired.empty()) return expired;
-    StoreData next = data_;
-    std::erase_if(next.sessions, [&](const StoredSession& s) { return s.expires_at_ms <= now_ms; });
-    next.generation = data_.generation + 1;
+    // The sessions are over whether or not the store takes the change:
+    // compose_state leaves expired sessions out, also after a restart.
+    const std::uint64_t before = data_.generation;
+    std::erase_if(data_.sessions, [&](const StoredSession& s) { return s.expires_at_ms <= now_ms; });
+    data_.generation = before + 1;
     StoreChange change{StoreChange::Kind::remove_sessions};
     change.keys = expired;
-    std::uint64_t stored = next.generation;
+    std::uint64_t stored = data_.generation;
     try {
-        stored = store_->apply(change, next);
+        stored = store_->apply(change, data_);
     } catch (const StoreUnavailable&) {
         // A shared store that is down: another replica, or this one once it
         // is back, deletes them; the version stays the one read last.
-        stored = next.generation = data_.generation;
+        stored = before;
     } catch (const StoreError& e) {
-        // The sessions are over either way: compose_state leaves expired
-        // sessions out, also after a restart, and the next successful save
-        // drops them from the file.
+        // The next successful save drops them from the file (a file store
+        // saves whole a change that does not follow what it holds).
         log_error(std::string("admin API: expired sessions stay in the store until the next save: ") + e.what());
     }
     // Another writer in between, or the sessions already gone from a shared
     // store: the version stays the one read last, and the store is read again.
-    if (stored != next.generation) next.generation = data_.generation;
-    data_ = std::move(next);
-    publish(now);
+    if (stored != data_.generation) data_.generation = before;
+    publish_state(compose_change(*published_, *config_state_, config_, data_, change, now, nullptr));
     if (stored != data_.generation) {
         try {
             refresh();
@@ -171,10 +178,13 @@ void Catalog::remove_vault(std::size_t vault) {
                  (count == 1 ? " live session (" : " live sessions (") + users +
                  "); delete them or wait until they expire");
 
-    StoreData next = data_;
-    StoreChange change{StoreChange::Kind::remove_vault, doomed.id};
-    next.vaults.erase(next.vaults.begin() + static_cast<std::ptrdiff_t>(vault));
-    commit(std::move(next), change);
+    const StoreChange change{StoreChange::Kind::remove_vault, doomed.id};
+    const auto at = data_.vaults.begin() + static_cast<std::ptrdiff_t>(vault);
+    auto kept = std::make_shared<StoredVault>(std::move(*at));
+    data_.vaults.erase(at);
+    commit(change, [&, kept] {
+        data_.vaults.insert(data_.vaults.begin() + static_cast<std::ptrdiff_t>(vault), std::move(*kept));
+    });
 }
 
 StoredVault Catalog::add_vault(std::string name) {
@@ -183,13 +193,12 @@ StoredVault Catalog::add_vault(std::string name) {
         std::any_of(data_.vaults.begin(), data_.vaults.end(), taken))
         fail(409, "name_taken", "a vault named '" + name + "' already exists");
 
-    StoreData next = data_;
     StoredVault vault;
     vault.id = random_id("vlt_");
     vault.name = std::move(name);
     vault.created_at_ms = to_ms(sys_clock::now());
-    next.vaults.push_back(vault);
-    commit(std::move(next), {StoreChange::Kind::add_vault, vault.id});
+    data_.vaults.push_back(vault);
+    commit({StoreChange::Kind::add_vault, vault.id}, [&] { data_.vaults.pop_back(); });
     return vault;
 }
 
@@ -197,28 +206,27 @@ void Catalog::add_credential(std::size_t vault, std::string name, Secret value) 
     for (const auto& c : data_.vaults[vault].credentials)
         if (c.name == name) fail(409, "credential_exists", "credential '" + name + "' exists; rotate it with PUT");
 
-    StoreData next = data_;
     StoredCredential credential;
     credential.name = std::move(name);
     credential.value = std::move(value);
     credential.version = 1;
     credential.updated_at_ms = to_ms(sys_clock::now());
-    StoreChange change{StoreChange::Kind::add_credential, next.vaults[vault].id, credential.name};
-    next.vaults[vault].credentials.push_back(std::move(credential));
-    commit(std::move(next), change);
+    const StoreChange change{StoreChange::Kind::add_credential, data_.vaults[vault].id, credential.name};
+    data_.vaults[vault].credentials.push_back(std::move(credential));
+    commit(change, [&] { data_.vaults[vault].credentials.pop_back(); });
 }
 
 std::uint64_t Catalog::rotate_credential(std::size_t vault, std::size_t credential, Secret value) {
-    StoreData next = data_;
-    StoredCredential& c = next.vaults[vault].credentials[credential];
-    StoreChange change{StoreChange::Kind::rotate_credential, next.vaults[vault].id, c.name};
+    StoredCredential& c = data_.vaults[vault].credentials[credential];
+    StoreChange change{StoreChange::Kind::rotate_credential, data_.vaults[vault].id, c.name};
     change.expected_version = c.version;
+    auto old = std::make_shared<StoredCredential>(c);
     c.value = std::move(value);
     c.version += 1;
     c.updated_at_ms = to_ms(sys_clock::now());
     const std::uint64_t version = c.version;
     // Saved and published before the answer: the next proxied request uses the new value.
-    commit(std::move(next), change);
+    commit(change, [&, old] { data_.vaults[vault].credentials[credential] = std::move(*old); });
     return version;
 }
 
@@ -232,10 +240,14 @@ void Catalog::remove_credential(std::size_t vault, std::string_view name) {
                 fail(409, "credential_in_use",
                      "service " + s.id + " uses this credential; delete the service first");
 
-    StoreData next = data_;
-    auto& credentials = next.vaults[vault].credentials;
-    credentials.erase(credentials.begin() + static_cast<std::ptrdiff_t>(ci));
-    commit(std::move(next), {StoreChange::Kind::remove_credential, data_.vaults[vault].id, std::string(name)});
+    auto& credentials = data_.vaults[vault].credentials;
+    const auto at = credentials.begin() + static_cast<std::ptrdiff_t>(ci);
+    auto kept = std::make_shared<StoredCredential>(std::move(*at));
+    credentials.erase(at);
+    commit({StoreChange::Kind::remove_credential, data_.vaults[vault].id, std::string(name)}, [&, kept] {
+        data_.vaults[vault].credentials.insert(data_.vaults[vault].credentials.begin() + static_cast<std::ptrdiff_t>(ci),
+                                               std::move(*kept));
+    });
 }
 
 StoredService Catalog::add_service(std::size_t vault, ServiceConfig config) {
@@ -255,52 +267,49 @@ StoredService Catalog::add_service(std::size_t vault, ServiceConfig config) {
                  "service " + other.id + " of this vault already binds " + config.host + ":" +
                      std::to_string(config.port) + " " + config.path_prefix + " (the same host, port and path_prefix)");
 
-    StoreData next = data_;
     StoredService service;
     service.id = random_id("svc_");
     service.config = std::move(config);
-    next.vaults[vault].services.push_back(service);
-    const std::string vault_name = data_.vaults[vault].name;
-    refuse_binding_ties(next, [&](const Session& s) {
-        return std::find(s.vault_names.begin(), s.vault_names.end(), vault_name) != s.vault_names.end();
-    });
-    commit(std::move(next), {StoreChange::Kind::add_service, data_.vaults[vault].id, service.id});
+    data_.vaults[vault].services.push_back(service);
+    commit({StoreChange::Kind::add_service, data_.vaults[vault].id, service.id},
+           [&] { data_.vaults[vault].services.pop_back(); });
     return service;
 }
 
 void Catalog::remove_service(std::size_t vault, std::string_view service_id) {
-    StoreData next = data_;
-    auto& services = next.vaults[vault].services;
+    auto& services = data_.vaults[vault].services;
     const auto it =
         std::find_if(services.begin(), services.end(), [&](const StoredService& s) { return s.id == service_id; });
     if (it == services.end()) fail(404, "service_not_found", "the vault has no service with this id");
+    const auto index = it - services.begin();
+    auto kept = std::make_shared<StoredService>(std::move(*it));
     services.erase(it);
-    commit(std::move(next), {StoreChange::Kind::remove_service, data_.vaults[vault].id, std::string(service_id)});
+    commit({StoreChange::Kind::remove_service, data_.vaults[vault].id, std::string(service_id)}, [&, kept, index] {
+        data_.vaults[vault].services.insert(data_.vaults[vault].services.begin() + index, std::move(*kept));
+    });
 }
 
 void Catalog::add_session(const StoredSession& session) {
     refuse_source_overlap(session);
-    StoreData next = data_;
-    next.sessions.push_back(session);
-    refuse_binding_ties(next, [&](const Session& s) { return s.id == session.id; });
-    commit(std::move(next), {StoreChange::Kind::add_session, {}, session.id});
+    data_.sessions.push_back(session);
+    commit({StoreChange::Kind::add_session, {}, session.id}, [&] { data_.sessions.pop_back(); });
 }
 
 std::string Catalog::remove_session(std::string_view id) {
-    StoreData next = data_;
     const auto it =
-        std::find_if(next.sessions.begin(), next.sessions.end(), [&](const StoredSession& s) { return s.id == id; });
-    if (it == next.sessions.end()) {
+        std::find_if(data_.sessions.begin(), data_.sessions.end(), [&](const StoredSession& s) { return s.id == id; });
+    if (it == data_.sessions.end()) {
         if (config_.sessions.count(std::string(id)))
             fail(409, "read_only", "session '" + std::string(id) + "' is defined in the config file");
         fail(404, "session_not_found", "no session with this id");
     }
-    std::string session_id = it->id;
-    next.sessions.erase(it);
+    const auto index = it - data_.sessions.begin();
+    auto kept = std::make_shared<StoredSession>(std::move(*it));
+    data_.sessions.erase(it);
     StoreChange change{StoreChange::Kind::remove_sessions};
-    change.keys = {session_id};
-    commit(std::move(next), change);
-    return session_id;
+    change.keys = {kept->id};
+    commit(change, [&, kept, index] { data_.sessions.insert(data_.sessions.begin() + index, std::move(*kept)); });
+    return change.keys.front();
 }
 
 // A transparent client is given the session with the narrowest source
@@ -316,33 +325,71 @@ void Catalog::refuse_source_overlap(const StoredSession& session) const {
                      "another one, or delete that session first");
 }
 
-// Refuses a change after which one of the `affected` sessions would hold two
-// bindings that no rule of specificity can choose between.
-void Catalog::refuse_binding_ties(const StoreData& next, const std::function<bool(const Session&)>& affected) const {
-    const auto state = compose_state(*config_state_, config_, next, sys_clock::now(), published_.get(), nullptr);
-    for (const auto& [id, session] : state->sessions) {
-        if (!affected(session)) continue;
-        if (auto tie = state->find_binding_tie(session))
-            fail(409, "binding_conflict",
-                 tie->first + " and " + tie->second +
-                     " bind the same host, port and path_prefix for one session; change one path_prefix, "
-                     "or use the vaults in different sessions");
+// Refuses a change after which a session of `next` (the snapshot it would
+// make) would hold two bindings that no rule of specificity can choose
+// between. Only the sessions the change touches are looked at: the new
+// session, or, for a new service, the sessions of its vault, and those only
+// when another service already binds what it binds.
+void Catalog::refuse_binding_ties(const GatewayState& next, const StoreChange& change) const {
+    const auto refuse = [](const BindingTie& tie) {
+        fail(409, "binding_conflict",
+             tie.first + " and " + tie.second +
+                 " bind the same host, port and path_prefix for one session; change one path_prefix, "
+                 "or use the vaults in different sessions");
+    };
+    if (change.kind == StoreChange::Kind::add_session) {
+        if (const Session* session = next.find_session(change.key))
+            if (auto tie = next.find_binding_tie(*session)) refuse(*tie);
+        return;
+    }
+    if (change.kind != StoreChange::Kind::add_service) return;
+    const Vault* vault = nullptr;
+    const ServiceBinding* added = nullptr;
+    for (const auto& [name, v] : next.vaults)
+        for (const auto& s : v.services)
+            if (!v.from_config && v.id == change.vault_id && s.id == change.key) vault = &v, added = &s;
+    if (!added) return;
+    bool twin = false;
+    for (const auto& [name, v] : next.vaults)
+        for (const auto& s : v.services)
+            if (&s != added && s.config.same_binding(added->config)) twin = true;
+    if (!twin) return;
+    std::set<std::vector<std::string>> checked;
+    for (const auto& [id, session] : next.sessions) {
+        if (std::find(session.vault_names.begin(), session.vault_names.end(), vault->name) ==
+            session.vault_names.end())
+            continue;
+        if (!checked.insert(session.vault_names).second) continue;
+        if (auto tie = next.find_binding_tie(session)) refuse(*tie);
     }
 }
 
-// Saves `change` (`next` is the data after it), then makes it current and
-// publishes it. A failed save changes nothing in memory, so memory and store
-// never disagree. When another replica wrote in between, the store is read
-// again instead, which brings both changes.
-void Catalog::commit(StoreData next, const StoreChange& change) {
-    next.generation = data_.generation + 1;
+// Saves `change` (already made in data_), then publishes the snapshot it
+// makes. A refused or failed change is taken back, so memory and store never
+// disagree. When another replica wrote in between, the store is read again
+// instead, which brings both changes.
+void Catalog::commit(const StoreChange& change, const std::function<void()>& undo) {
+    const std::uint64_t before = data_.generation;
+    const auto take_back = [&] {
+        undo();
+        data_.generation = before;
+    };
+    data_.generation = before + 1;
+    std::vector<std::string> warnings;
+    std::shared_ptr<const GatewayState> next;
     std::uint64_t stored = 0;
     try {
-        stored = store_->apply(change, next);
+        next = published_ ? compose_change(*published_, *config_state_, config_, data_, change, sys_clock::now(),
+                                           &warnings)
+                          : compose_state(*config_state_, config_, data_, sys_clock::now(), nullptr, &warnings);
+        refuse_binding_ties(*next, change);
+        stored = store_->apply(change, data_);
     } catch (const StoreUnavailable& e) {
+        take_back();
         log_error(std::string("admin API: change not saved: ") + e.what());
         fail(503, "store_unavailable", "the store cannot be reached; nothing was changed, try again later");
     } catch (const StoreConflict& e) {
+        take_back();
         // The other writer's change is read now, so that a retry sees it.
         try {
             refresh();
@@ -350,14 +397,21 @@ void Catalog::commit(StoreData next, const StoreChange& change) {
         }
         fail(409, e.code, e.what());
     } catch (const StoreError& e) {
+        take_back();
         log_error(std::string("admin API: change not saved: ") + e.what());
         fail(500, "store_write_failed", "the change could not be saved; nothing was changed");
+    } catch (...) {
+        take_back();  // a refusal (ApiError) or an unexpected fault
+        throw;
     }
-    if (stored == next.generation) {
-        data_ = std::move(next);
-        publish(sys_clock::now());
+    if (stored == data_.generation) {
+        for (const auto& w : warnings) log_warn(w);
+        publish_state(std::move(next));
         return;
     }
+    // Saved among others' changes: read from the version before, which
+    // brings this change's rows back too.
+    data_.generation = before;
     try {
         refresh();
     } catch (const StoreError& e) {
@@ -366,17 +420,39 @@ void Catalog::commit(StoreData next, const StoreChange& change) {
     }
 }
 
+// In place, and published change by change from the last snapshot: a
+// replica takes in another's change at the cost of that change (the
+// announcement of its own costs one query). A store read whole, or a large
+// batch, is composed whole.
 bool Catalog::refresh() {
     if (!loaded_) return false;
-    StoreData next = data_;
-    if (!store_->refresh(next)) return false;
-    for (const auto& s : data_.sessions) {
-        const bool kept = std::any_of(next.sessions.begin(), next.sessions.end(),
-                                      [&](const StoredSession& n) { return n.id == s.id; });
-        if (!kept) gone_sessions_.push_back(s.id);
+    VaultStore::Refresh read;
+    if (!store_->refresh(data_, &read)) return false;
+    const auto now = sys_clock::now();
+    if (read.whole) {
+        std::unordered_set<std::string_view> kept;
+        kept.reserve(data_.sessions.size());
+        for (const auto& s : data_.sessions) kept.insert(s.id);
+        for (const auto& [id, s] : published_->sessions)
+            if (!s.token_digest.empty() && !kept.count(id)) gone_sessions_.push_back(id);
+        publish(now);
+        return true;
     }
-    data_ = std::move(next);
-    publish(sys_clock::now());
+    for (const auto& change : read.changes)
+        if (change.kind == StoreChange::Kind::remove_sessions)
+            for (const auto& id : change.keys)
+                if (published_->find_session(id)) gone_sessions_.push_back(id);
+    constexpr std::size_t largest_batch = 256;
+    if (read.changes.size() > largest_batch) {
+        publish(now);
+        return true;
+    }
+    std::vector<std::string> warnings;
+    auto state = published_;
+    for (const auto& change : read.changes)
+        state = compose_change(*state, *config_state_, config_, data_, change, now, &warnings);
+    for (const auto& w : warnings) log_warn(w);
+    publish_state(std::move(state));
     return true;
 }
 
@@ -387,14 +463,17 @@ std::vector<std::string> Catalog::take_gone_sessions() {
 }
 
 void Catalog::publish(sys_clock::time_point now) {
-    if (!publish_) return;
     // Redaction tables of unchanged API services are taken over from the
     // last state; only new or changed ones are built (and warned about).
     std::vector<std::string> warnings;
     auto state = compose_state(*config_state_, config_, data_, now, published_.get(), &warnings);
     for (const auto& w : warnings) log_warn(w);
+    publish_state(std::move(state));
+}
+
+void Catalog::publish_state(std::shared_ptr<const GatewayState> state) {
     published_ = state;
-    publish_(std::move(state));
+    if (publish_) publish_(std::move(state));
 }
 
 }  // namespace vaultgate::admin

@@ -45,11 +45,12 @@ void read_store_url(const yaml::Value& value, Config& cfg) {
 }
 
 void read_store(const yaml::Value& section, Config& cfg) {
-    const auto f = section.section({"path", "url", "master_key_file"});
+    const auto f = section.section({"path", "url", "master_key_file", "removals_retention"});
     if (f.find("path") && f.find("url")) f.find("url")->fail("set either store.path or store.url, not both");
     if (auto* p = f.find("url")) read_store_url(*p, cfg);
     if (auto* p = f.find("path")) cfg.store_path = p->nonempty_string();
     if (auto* p = f.find("master_key_file")) cfg.store_master_key_file = p->optional_path();
+    if (auto* p = f.find("removals_retention")) cfg.store_removals_retention = p->duration();
 }
 
 void read_admin(const yaml::Value& section, Config& cfg) {

@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <optional>
 #include <stdexcept>
 #include <type_traits>
 
@@ -25,10 +27,11 @@ const StoredVault& vault_in(const StoreData& data, const std::string& id) {
     throw std::logic_error("store change names a vault that is not in the data");
 }
 
+// From the back: the item a change adds was just appended.
 template <class T>
 const T& item_in(const std::vector<T>& items, const std::string& key, std::string T::*field) {
-    for (const auto& item : items)
-        if (item.*field == key) return item;
+    for (auto it = items.rbegin(); it != items.rend(); ++it)
+        if ((*it).*field == key) return *it;
     throw std::logic_error("store change names an item that is not in the data");
 }
 
@@ -66,7 +69,8 @@ auto guarded(std::atomic<bool>& available, F&& body) {
 
 class PgStore final : public VaultStore {
 public:
-    PgStore(const std::string& url, const Secret& master_key) : conn_(url), sealer_(master_key) {
+    PgStore(const std::string& url, const Secret& master_key, PgStoreOptions options)
+        : conn_(url), sealer_(master_key), options_(options) {
         guarded(available_, [&] { pg::migrate_schema(conn_); });
     }
 
@@ -81,17 +85,28 @@ public:
         return data;
     }
 
-    bool refresh(StoreData& data) override {
+    bool refresh(StoreData& data, Refresh* read) override {
         return guarded(available_, [&] {
+            prune_removals_when_due();
             return conn_.transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", [&] {
-                const auto version = current_version();
+                const auto meta = conn_.exec("reading the change version",
+                                             "SELECT change_version, removals_pruned_through FROM vaultgate_meta");
+                const auto version = meta.number(0, 0);
+                const auto pruned = static_cast<std::uint64_t>(meta.number(0, 1));
                 if (static_cast<std::uint64_t>(version) == data.generation) return false;
-                if (static_cast<std::uint64_t>(version) < data.generation) {
-                    // The database was replaced by an older one: read it whole.
-                    data = StoreData{};
-                    pg::read_changes(conn_, sealer_, 0, data);
+                if (static_cast<std::uint64_t>(version) < data.generation || data.generation < pruned) {
+                    // The database was replaced by an older one, or removals
+                    // this replica has not seen were pruned: read it whole,
+                    // apart, so that a failure leaves `data` as it was.
+                    StoreData whole;
+                    pg::read_changes(conn_, sealer_, 0, whole);
+                    data = std::move(whole);
+                    if (read) read->whole = true;
                 } else {
-                    pg::read_changes(conn_, sealer_, static_cast<std::int64_t>(data.generation), data);
+                    // In place: rows apply by key, so after a failure the
+                    // next read (from the same version) puts it right.
+                    pg::read_changes(conn_, sealer_, static_cast<std::int64_t>(data.generation), data,
+                                     read ? &read->changes : nullptr);
                 }
                 data.generation = version;
                 return true;
@@ -147,6 +162,22 @@ public:
     bool available() const override { return available_.load(); }
 
 private:
+    // Deletes the removals older than the retention, and records the highest
+    // version deleted (in one statement, so that no replica sees one without
+    // the other).
+    void prune_removals_when_due() {
+        const auto now = std::chrono::steady_clock::now();
+        const auto every = std::min<std::chrono::milliseconds>(options_.removals_retention, std::chrono::hours(1));
+        if (last_prune_ && now - *last_prune_ < every) return;
+        conn_.exec("pruning old removals",
+                   "WITH gone AS (DELETE FROM vaultgate_removals"
+                   " WHERE removed_at < now() - $1::bigint * interval '1 millisecond' RETURNING version)"
+                   " UPDATE vaultgate_meta SET removals_pruned_through ="
+                   " GREATEST(removals_pruned_through, (SELECT max(version) FROM gone))",
+                   {std::to_string(options_.removals_retention.count())});
+        last_prune_ = now;
+    }
+
     std::int64_t current_version() {
         return conn_.exec("reading the change version", "SELECT change_version FROM vaultgate_meta").number(0, 0);
     }
@@ -245,13 +276,15 @@ private:
 
     Connection conn_;
     ValueSealer sealer_;
+    PgStoreOptions options_;
+    std::optional<std::chrono::steady_clock::time_point> last_prune_;
     std::atomic<bool> available_ = true;
 };
 
 }  // namespace
 
-std::unique_ptr<VaultStore> open_pg_store(const std::string& url, const Secret& master_key) {
-    return std::make_unique<PgStore>(url, master_key);
+std::unique_ptr<VaultStore> open_pg_store(const std::string& url, const Secret& master_key, PgStoreOptions options) {
+    return std::make_unique<PgStore>(url, master_key, options);
 }
 
 }  // namespace vaultgate

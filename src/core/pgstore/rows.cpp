@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
 
 namespace vaultgate::pg {
 
@@ -42,24 +44,40 @@ void upsert(std::vector<T>& items, T item, std::string T::*field) {
         items.push_back(std::move(item));
 }
 
-void apply_removals(Connection& conn, std::int64_t since, StoreData& data) {
+void apply_removals(Connection& conn, std::int64_t since, StoreData& data, std::vector<StoreChange>* changes) {
     const auto rows = conn.exec(
         "reading removals", "SELECT kind, vault_id, key FROM vaultgate_removals WHERE version > $1 ORDER BY version",
         {text(since)});
+    // Sessions go in one pass at the end: many removals (an expiry sweep)
+    // then cost one walk over the sessions, not one each.
+    std::unordered_set<std::string> gone_sessions;
     for (int r = 0; r < rows.rows(); ++r) {
         const auto kind = rows.text(r, 0), vault_id = rows.text(r, 1), key = rows.text(r, 2);
         if (kind == "vault") {
             erase_by(data.vaults, key, &StoredVault::id);
+            if (changes) changes->push_back({StoreChange::Kind::remove_vault, key});
         } else if (kind == "session") {
-            erase_by(data.sessions, key, &StoredSession::id);
+            gone_sessions.insert(key);
         } else if (auto* vault = vault_of(data, vault_id)) {
             if (kind == "credential") erase_by(vault->credentials, key, &StoredCredential::name);
             if (kind == "service") erase_by(vault->services, key, &StoredService::id);
+            if (changes)
+                changes->push_back({kind == "credential" ? StoreChange::Kind::remove_credential
+                                                         : StoreChange::Kind::remove_service,
+                                    vault_id, key});
+        }
+    }
+    if (!gone_sessions.empty()) {
+        std::erase_if(data.sessions, [&](const StoredSession& s) { return gone_sessions.count(s.id) > 0; });
+        if (changes) {
+            StoreChange removal{StoreChange::Kind::remove_sessions};
+            removal.keys.assign(gone_sessions.begin(), gone_sessions.end());
+            changes->push_back(std::move(removal));
         }
     }
 }
 
-void read_vaults(Connection& conn, std::int64_t since, StoreData& data) {
+void read_vaults(Connection& conn, std::int64_t since, StoreData& data, std::vector<StoreChange>* changes) {
     const auto rows = conn.exec(
         "reading vaults", "SELECT id, name, created_at_ms FROM vaultgate_vaults WHERE row_version > $1 ORDER BY seq",
         {text(since)});
@@ -68,6 +86,7 @@ void read_vaults(Connection& conn, std::int64_t since, StoreData& data) {
         vault.id = rows.text(r, 0);
         vault.name = rows.text(r, 1);
         vault.created_at_ms = rows.number(r, 2);
+        if (changes) changes->push_back({StoreChange::Kind::add_vault, vault.id});
         if (auto* existing = vault_of(data, vault.id)) {
             existing->name = vault.name;
             existing->created_at_ms = vault.created_at_ms;
@@ -77,7 +96,8 @@ void read_vaults(Connection& conn, std::int64_t since, StoreData& data) {
     }
 }
 
-void read_credentials(Connection& conn, const ValueSealer& sealer, std::int64_t since, StoreData& data) {
+void read_credentials(Connection& conn, const ValueSealer& sealer, std::int64_t since, StoreData& data,
+                      std::vector<StoreChange>* changes) {
     const auto rows = conn.exec("reading credentials",
                                 "SELECT vault_id, name, sealed_value, version, updated_at_ms FROM vaultgate_credentials"
                                 " WHERE row_version > $1 ORDER BY seq",
@@ -92,14 +112,21 @@ void read_credentials(Connection& conn, const ValueSealer& sealer, std::int64_t 
         credential.updated_at_ms = rows.number(r, 4);
         auto* vault = vault_of(data, vault_id);
         if (!vault) damaged("credential " + credential.name, "its vault " + vault_id + " is missing");
+        if (changes) changes->push_back({StoreChange::Kind::rotate_credential, vault_id, credential.name});
         upsert(vault->credentials, std::move(credential), &StoredCredential::name);
     }
 }
 
-void read_services(Connection& conn, std::int64_t since, StoreData& data) {
+void read_services(Connection& conn, std::int64_t since, StoreData& data, std::vector<StoreChange>* changes) {
     const auto rows = conn.exec(
         "reading services", "SELECT id, vault_id, config FROM vaultgate_services WHERE row_version > $1 ORDER BY seq",
         {text(since)});
+    // Where each held service is (as for sessions below: no search per row).
+    // Indexes, not pointers: an append may move a vault's services.
+    std::unordered_map<std::string, std::pair<StoredVault*, std::size_t>> held;
+    if (rows.rows() > 0)
+        for (auto& vault : data.vaults)
+            for (std::size_t i = 0; i < vault.services.size(); ++i) held.emplace(vault.services[i].id, std::pair{&vault, i});
     for (int r = 0; r < rows.rows(); ++r) {
         StoredService service;
         service.id = rows.text(r, 0);
@@ -112,15 +139,28 @@ void read_services(Connection& conn, std::int64_t since, StoreData& data) {
         service.config = std::move(*config);
         auto* vault = vault_of(data, vault_id);
         if (!vault) damaged("service " + service.id, "its vault " + vault_id + " is missing");
-        upsert(vault->services, std::move(service), &StoredService::id);
+        if (changes) changes->push_back({StoreChange::Kind::add_service, vault_id, service.id});
+        // A service never moves to another vault: its id is random and new.
+        if (const auto it = held.find(service.id); it != held.end())
+            it->second.first->services[it->second.second] = std::move(service);
+        else
+            vault->services.push_back(std::move(service));
     }
 }
 
-void read_sessions(Connection& conn, std::int64_t since, StoreData& data) {
+void read_sessions(Connection& conn, std::int64_t since, StoreData& data, std::vector<StoreChange>* changes) {
     const auto rows = conn.exec("reading sessions",
                                 "SELECT id, token_digest, vault_ids, policy, policy_name, expires_at_ms, source,"
                                 " created_at_ms FROM vaultgate_sessions WHERE row_version > $1 ORDER BY seq",
                                 {text(since)});
+    // Where each held session is, so that a row finds its place at once (a
+    // search per row would make reading n sessions cost n squared).
+    std::unordered_map<std::string, std::size_t> held;
+    if (rows.rows() > 0) {
+        held.reserve(data.sessions.size());
+        for (std::size_t i = 0; i < data.sessions.size(); ++i) held.emplace(data.sessions[i].id, i);
+    }
+    data.sessions.reserve(data.sessions.size() + static_cast<std::size_t>(rows.rows()));
     for (int r = 0; r < rows.rows(); ++r) {
         StoredSession session;
         session.id = rows.text(r, 0);
@@ -145,7 +185,13 @@ void read_sessions(Connection& conn, std::int64_t since, StoreData& data) {
             if (!session.source) damaged(where, "source is not a CIDR");
         }
         session.created_at_ms = rows.number(r, 7);
-        upsert(data.sessions, std::move(session), &StoredSession::id);
+        if (changes) changes->push_back({StoreChange::Kind::add_session, {}, session.id});
+        if (const auto it = held.find(session.id); it != held.end()) {
+            data.sessions[it->second] = std::move(session);
+        } else {
+            held.emplace(session.id, data.sessions.size());
+            data.sessions.push_back(std::move(session));
+        }
     }
 }
 
@@ -155,12 +201,13 @@ std::string credential_context(std::string_view vault_id, std::string_view name)
     return "vaultgate credential\n" + std::string(vault_id) + "\n" + std::string(name);
 }
 
-void read_changes(Connection& conn, const ValueSealer& sealer, std::int64_t since, StoreData& data) {
-    if (since > 0) apply_removals(conn, since, data);
-    read_vaults(conn, since, data);
-    read_credentials(conn, sealer, since, data);
-    read_services(conn, since, data);
-    read_sessions(conn, since, data);
+void read_changes(Connection& conn, const ValueSealer& sealer, std::int64_t since, StoreData& data,
+                  std::vector<StoreChange>* changes) {
+    if (since > 0) apply_removals(conn, since, data, changes);
+    read_vaults(conn, since, data, changes);
+    read_credentials(conn, sealer, since, data, changes);
+    read_services(conn, since, data, changes);
+    read_sessions(conn, since, data, changes);
 }
 
 void write_vault(Connection& conn, const StoredVault& vault, std::int64_t version) {

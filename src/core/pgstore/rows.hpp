@@ -14,7 +14,9 @@ std::string credential_context(std::string_view vault_id, std::string_view name)
 
 // Applies to `data` every row written and every removal recorded after
 // version `since`, in a transaction the caller has opened; 0 reads all.
-void read_changes(Connection& conn, const ValueSealer& sealer, std::int64_t since, StoreData& data);
+// `changes`, when given, gets one StoreChange per row.
+void read_changes(Connection& conn, const ValueSealer& sealer, std::int64_t since, StoreData& data,
+                  std::vector<StoreChange>* changes = nullptr);
 
 // Writes one row as it is in `data`, stamped with `version` (insert or replace).
 void write_vault(Connection& conn, const StoredVault& vault, std::int64_t version);

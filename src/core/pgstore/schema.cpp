@@ -55,7 +55,16 @@ CREATE INDEX ON vaultgate_sessions (row_version);
 CREATE INDEX ON vaultgate_removals (version);
 )sql";
 
-constexpr const char* migrations[] = {migration_1};
+// Removals carry their time so that old ones can be pruned; the meta row
+// keeps the highest version pruned, below which a replica reads everything
+// again instead of the removals since its version.
+constexpr const char* migration_2 = R"sql(
+ALTER TABLE vaultgate_removals ADD COLUMN removed_at timestamptz NOT NULL DEFAULT now();
+CREATE INDEX ON vaultgate_removals (removed_at);
+ALTER TABLE vaultgate_meta ADD COLUMN removals_pruned_through bigint NOT NULL DEFAULT 0;
+)sql";
+
+constexpr const char* migrations[] = {migration_1, migration_2};
 
 }  // namespace
 

@@ -6,7 +6,7 @@
 
 namespace vaultgate::pg {
 
-inline constexpr int schema_version = 1;
+inline constexpr int schema_version = 2;
 
 // Creates or migrates the schema. Throws StoreError when the database has a
 // newer schema than this vaultgate knows, StoreUnavailable when it is out of reach.

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <limits>
 #include <set>
+#include <unordered_map>
 
 namespace vaultgate {
 
@@ -197,8 +198,7 @@ void prepare_services(Vault& vault, std::vector<std::string>* warnings, const Va
 }
 
 const Session* GatewayState::find_session(std::string_view id) const {
-    const auto it = sessions.find(std::string(id));
-    return it == sessions.end() ? nullptr : &it->second;
+    return sessions.find_ptr(id);
 }
 
 const Session* GatewayState::default_session_ptr() const {
@@ -254,15 +254,19 @@ RequestBinding GatewayState::binding_for_request(const Session& s, std::string_v
 }
 
 std::optional<BindingTie> GatewayState::find_binding_tie(const Session& s) const {
-    std::vector<std::pair<const Vault*, const ServiceBinding*>> seen;
+    // By binding (host pattern, port, path_prefix): linear in the services,
+    // where comparing each with all before it grew with their square.
+    std::unordered_map<std::string, std::pair<const Vault*, const ServiceBinding*>> seen;
     for (const auto& vault_name : s.vault_names) {
         const auto it = vaults.find(vault_name);
         if (it == vaults.end()) continue;
         for (const auto& service : it->second.services) {
-            for (const auto& [other_vault, other] : seen)
-                if (other->config.same_binding(service.config))
-                    return BindingTie{describe_binding(*other_vault, *other), describe_binding(it->second, service)};
-            seen.emplace_back(&it->second, &service);
+            const auto& c = service.config;
+            std::string key = c.host + '\n' + std::to_string(c.port) + '\n' + c.path_prefix;
+            const auto [at, added] = seen.try_emplace(std::move(key), &it->second, &service);
+            if (!added)
+                return BindingTie{describe_binding(*at->second.first, *at->second.second),
+                                  describe_binding(it->second, service)};
         }
     }
     return std::nullopt;

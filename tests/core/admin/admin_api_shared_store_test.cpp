@@ -37,11 +37,13 @@ public:
         shared_->data.generation = version;
         return version;
     }
-    bool refresh(StoreData& data) override {
+    // Always whole: the listed changes are the database store's (tests/pgstore).
+    bool refresh(StoreData& data, Refresh* read) override {
         std::lock_guard lock(shared_->mutex);
         unreachable();
         if (shared_->data.generation == data.generation) return false;
         data = shared_->data;
+        if (read) read->whole = true;
         return true;
     }
     bool available() const override { return !shared_->down; }

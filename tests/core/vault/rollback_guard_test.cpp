@@ -52,7 +52,7 @@ TEST(RollbackGuard, RecordFollowsEverySaveAndGenerationsMustRise) {
     // Written via a temp file, of which nothing is left.
     std::set<std::string> names;
     for (const auto& e : std::filesystem::directory_iterator(dir.path())) names.insert(e.path().filename());
-    EXPECT_EQ(names, (std::set<std::string>{"s.db", "s.db.generation"}));
+    EXPECT_EQ(names, (std::set<std::string>{"s.db", "s.db.journal", "s.db.generation"}));
 }
 
 TEST(RollbackGuard, AnOlderCopyOfTheStoreIsRefused) {

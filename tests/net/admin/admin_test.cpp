@@ -526,17 +526,21 @@ TEST_F(AdminTest, AnOlderCopyOfTheStoreIsRefusedUnlessRollbackIsAllowed) {
     const auto session = make_session(make_vault("team-a", secret_a));  // generations 1-4
     const auto session_path = "/v1/sessions/" + session["id"].get<std::string>();
     const auto store_path = dir_.file("vaultgate.db");
-    std::string old_copy;
-    {
-        std::ifstream in(store_path, std::ios::binary);
-        old_copy.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-    }
+    // The store is the snapshot and its journal: a copy is of both.
+    const auto read = [](const std::string& path) {
+        std::ifstream in(path, std::ios::binary);
+        return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    };
+    const std::string old_copy = read(store_path);
+    const std::string old_journal = read(store_path + ".journal");
     ASSERT_FALSE(old_copy.empty());
+    ASSERT_FALSE(old_journal.empty());
     EXPECT_EQ(api("DELETE", session_path).status, 204);  // generation 5
     proc_->signal(SIGTERM);
     ASSERT_EQ(proc_->wait_exit(), 0);
     proc_.reset();
     dir_.write("vaultgate.db", old_copy);
+    dir_.write("vaultgate.db.journal", old_journal);
 
     {
         ServeProcess refused(config_path_);
