@@ -216,6 +216,12 @@ TEST_F(LimitsTest, PooledUpstreamConnectionsCountAgainstTheDescriptorBudget) {
     clients.clear();
     EXPECT_TRUE(eventually([&] { return bound_.connections_ended() == 1; }));
     EXPECT_EQ(bound_.connections(), 3u);
+    // The client sockets are closed when their connections' coroutines end,
+    // which can come after the client saw the close: wait for that.
+    EXPECT_TRUE(eventually([&] {
+        return admin_request(proc_->admin_port(), "GET", "/metrics", serve_admin_token, "")
+                   .body.find("\nvaultgate_connections_active 0\n") != std::string::npos;
+    }));
 
     // With two descriptors pooled, three clients fit and a fourth does not.
     std::vector<std::unique_ptr<RawClient>> held;
