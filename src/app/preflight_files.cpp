@@ -83,14 +83,21 @@ void check_upstream_ca(const Config& config, Findings& out) {
     if (ec) add(out, "upstream.ca_file", "cannot load " + config.upstream_ca_file + ": " + ec.message());
 }
 
+// A file vaultgate writes: its directory must take it, and one that is there
+// must be readable.
+void check_store_file(const char* key, const std::string& path, Findings& out) {
+    auto why = unwritable_directory(directory_of(path));
+    if (!why && exists(path)) why = unreadable(path, true);
+    if (why) add(out, key, *why);
+}
+
 void check_store(const Config& config, Findings& out) {
-    // A first start creates the store; one that is there must be readable.
-    // A database store is reached at start, not checked here.
-    if (!config.store_url) {
-        auto why = unwritable_directory(directory_of(config.store_path));
-        if (!why && exists(config.store_path)) why = unreadable(config.store_path, true);
-        if (why) add(out, "store.path", *why);
-    }
+    // A first start creates the store. A database store is reached at start,
+    // not checked here; its local snapshot is.
+    if (!config.store_url)
+        check_store_file("store.path", config.store_path, out);
+    else if (config.store_snapshot_path)
+        check_store_file("store.snapshot_path", *config.store_snapshot_path, out);
     if (!config.store_master_key_file) return;
     const auto& key_file = *config.store_master_key_file;
     const auto before = out.size();

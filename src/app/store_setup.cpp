@@ -20,11 +20,20 @@ std::unique_ptr<VaultStore> open_configured_store(const Config& config, const Se
     if (!config.store_url)
         return guard_against_rollback(open_file_store(config.store_path, master_key),
                                       generation_record_path(config.store_path), allow_rollback);
+    OpenSharedStore open_shared = [url = *config.store_url, master_key, options = PgStoreOptions{
+                                                                             config.store_removals_retention}] {
+        return open_pg_store(url, master_key, options);
+    };
+    if (config.store_snapshot_path)
+        return with_local_snapshot(std::move(open_shared), master_key,
+                                   LocalSnapshotOptions{*config.store_snapshot_path, config.store_snapshot_interval,
+                                                        config.store_snapshot_max_age});
     try {
-        return open_pg_store(*config.store_url, master_key, PgStoreOptions{config.store_removals_retention});
+        return open_shared();
     } catch (const StoreUnavailable& e) {
         throw StoreError(std::string("store.url: ") + e.what() +
-                         "; a replica cannot start without its database (it has no snapshot to serve from)");
+                         "; a replica cannot start without its database unless it keeps a local snapshot "
+                         "(store.snapshot_path)");
     }
 }
 

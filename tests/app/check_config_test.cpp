@@ -73,6 +73,17 @@ TEST_F(CheckConfigTest, AMissingUpstreamCaFileIsReportedAtItsKey) {
     EXPECT_EQ(r.out, "");
 }
 
+TEST_F(CheckConfigTest, ASnapshotPathInAMissingDirectoryIsReportedAtItsKey) {
+    const auto snapshot = dir_.file("no-state-dir/snapshot.db");
+    replace("  path: " + dir_.file("vaultgate.db"),
+            "  url: postgresql://vaultgate@127.0.0.1:1/vaultgate\n  snapshot_path: " + snapshot);
+    const auto r = check();
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find(place(snapshot) + ": store.snapshot_path: directory " + dir_.file("no-state-dir")),
+              std::string::npos)
+        << r.err;
+}
+
 TEST_F(CheckConfigTest, AMissingAdminTokenFileIsReportedAtItsKey) {
     const auto missing = dir_.file("no-such.token");
     replace(dir_.file("admin.token"), missing);

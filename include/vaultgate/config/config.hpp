@@ -124,6 +124,11 @@ struct Config {
     // store.url only: how long a removal's record is kept for replicas that
     // are behind (pgstore/pg_store.hpp).
     std::chrono::milliseconds store_removals_retention = std::chrono::hours(168);
+    // store.url only: the local snapshot a replica starts from while its
+    // database cannot be reached (vault/store.hpp, with_local_snapshot).
+    std::optional<std::string> store_snapshot_path;
+    std::chrono::milliseconds store_snapshot_interval = std::chrono::seconds(10);
+    std::chrono::milliseconds store_snapshot_max_age = std::chrono::hours(24);
 
     std::optional<std::string> admin_token_file;
 

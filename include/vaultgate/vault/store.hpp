@@ -6,6 +6,8 @@
 #include "vaultgate/state/store.hpp"
 #include "vaultgate/util/secret.hpp"
 
+#include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -33,6 +35,27 @@ std::unique_ptr<VaultStore> guard_against_rollback(std::unique_ptr<VaultStore> s
 // Where serve keeps the record for the store at `store_path`: beside it,
 // "<store_path>.generation".
 std::string generation_record_path(const std::string& store_path);
+
+// A shared store (store.url) that keeps a local snapshot for a start while
+// its database cannot be reached (docs/reference/configuration.md, "store").
+struct LocalSnapshotOptions {
+    std::string path;  // a file store: same format, same key
+    // A copy of the data is handed to the snapshot's writer thread at most
+    // this often, when something changed.
+    std::chrono::milliseconds interval = std::chrono::seconds(10);
+    // A snapshot whose file is older than this is not served: it could bring
+    // back revoked sessions and replaced credentials.
+    std::chrono::milliseconds max_age = std::chrono::hours(24);
+};
+// Opens the shared store; throws StoreUnavailable while it cannot be reached.
+using OpenSharedStore = std::function<std::unique_ptr<VaultStore>()>;
+// The shared store opened with `open_shared` on first use. load() falls back
+// to the snapshot when the database cannot be reached (StoreError when there
+// is none, or it is older than max_age); the replica then serves it with
+// available() false and refuses writes (StoreUnavailable) until a refresh has
+// read the database whole. Throws StoreError when the path is empty.
+std::unique_ptr<VaultStore> with_local_snapshot(OpenSharedStore open_shared, const Secret& master_key,
+                                                LocalSnapshotOptions options);
 
 // The master key, from the first source that is set: `master_key_file` (exactly
 // 32 raw bytes), else env VAULTGATE_MASTER_KEY (base64 of 32 bytes), else

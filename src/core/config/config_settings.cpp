@@ -45,12 +45,19 @@ void read_store_url(const yaml::Value& value, Config& cfg) {
 }
 
 void read_store(const yaml::Value& section, Config& cfg) {
-    const auto f = section.section({"path", "url", "master_key_file", "removals_retention"});
+    const auto f = section.section({"path", "url", "master_key_file", "removals_retention", "snapshot_path",
+                                    "snapshot_interval", "snapshot_max_age"});
     if (f.find("path") && f.find("url")) f.find("url")->fail("set either store.path or store.url, not both");
+    for (const char* key : {"snapshot_path", "snapshot_interval", "snapshot_max_age"})
+        if (auto* p = f.find(key); p && !f.find("url"))
+            p->fail("is for a shared store (store.url); a file store is its own snapshot");
     if (auto* p = f.find("url")) read_store_url(*p, cfg);
     if (auto* p = f.find("path")) cfg.store_path = p->nonempty_string();
     if (auto* p = f.find("master_key_file")) cfg.store_master_key_file = p->optional_path();
     if (auto* p = f.find("removals_retention")) cfg.store_removals_retention = p->duration();
+    if (auto* p = f.find("snapshot_path")) cfg.store_snapshot_path = p->nonempty_string();
+    if (auto* p = f.find("snapshot_interval")) cfg.store_snapshot_interval = p->duration();
+    if (auto* p = f.find("snapshot_max_age")) cfg.store_snapshot_max_age = p->duration();
 }
 
 void read_admin(const yaml::Value& section, Config& cfg) {

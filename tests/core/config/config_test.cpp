@@ -259,6 +259,10 @@ const ErrorCase error_cases[] = {
      "expected a postgresql:// URL"},
     {"store_url_with_password", "store:\n  url: postgresql://vaultgate:hunter2@db/vaultgate\n", "t.yaml:2:8: ",
      "holds a password"},
+    {"store_snapshot_for_a_file_store", "store:\n  path: a.db\n  snapshot_path: s.db\n", "t.yaml:3:18: ",
+     "store.snapshot_path: is for a shared store (store.url); a file store is its own snapshot"},
+    {"store_snapshot_max_age_zero", "store:\n  url: postgresql://db/vaultgate\n  snapshot_max_age: 0s\n",
+     "t.yaml:3:21: ", "store.snapshot_max_age: must be greater than 0"},
     {"store_url_with_password_parameter", "store:\n  url: postgres://db/vaultgate?password=hunter2\n",
      "t.yaml:2:8: ", "holds a password"},
 };
