@@ -16,7 +16,7 @@ ROOT=$(cd "$HERE/.." && pwd)
 usage() {
   cat <<'U'
 usage: bench/scale.sh [--build-dir DIR] [--vaultgate BIN] [--sizes "1000 10000 100000"]
-                      [--creates N] [--backends "file pg"] [--propagation N] [--keep]
+                      [--creates N] [--backends "file pg"] [--propagation N] [--snapshot] [--keep]
   --build-dir DIR  a built tree (default build/): its vaultgate and static libraries
   --vaultgate BIN  measure this binary instead of DIR/vaultgate (e.g. an older build;
                    the stores are written in the snapshot format every version reads)
@@ -24,16 +24,18 @@ usage: bench/scale.sh [--build-dir DIR] [--vaultgate BIN] [--sizes "1000 10000 1
   --creates N      sessions, then services, created per size (default 200)
   --backends       file, pg or both (default both)
   --propagation N  changes timed from replica A to replica B (default 50; 0 skips)
+  --snapshot       PostgreSQL replicas keep a local snapshot (store.snapshot_path), and
+                   one start from it is timed at the largest size with the database down
   --keep           keep the scratch directory
 U
   exit 2
 }
 
-BUILD="$ROOT/build" VG="" SIZES="1000 10000 100000" CREATES=200 BACKENDS="file pg" PROP=50 KEEP=0
+BUILD="$ROOT/build" VG="" SIZES="1000 10000 100000" CREATES=200 BACKENDS="file pg" PROP=50 KEEP=0 SNAPSHOT=0
 while [ $# -gt 0 ]; do
   case $1 in
     --build-dir) BUILD=$2; shift;; --vaultgate) VG=$2; shift;; --sizes) SIZES=$2; shift;; --creates) CREATES=$2; shift;;
-    --backends) BACKENDS=$2; shift;; --propagation) PROP=$2; shift;; --keep) KEEP=1;;
+    --backends) BACKENDS=$2; shift;; --propagation) PROP=$2; shift;; --keep) KEEP=1;; --snapshot) SNAPSHOT=1;;
     -h|--help) usage;; *) echo "unknown argument: $1" >&2; usage;;
   esac
   shift
@@ -81,11 +83,15 @@ start_pg() {
   as_pg "$PG_BIN/initdb" -D "$PG_DATA" -U vaultgate --pwfile="$dir/password" --auth=scram-sha-256 \
     -E UTF8 --no-instructions >"$WORK/initdb.log" 2>&1
   PG_PORT=$(free_port)
-  as_pg "$PG_BIN/pg_ctl" -D "$PG_DATA" -l "$dir/server.log" -w -t 60 \
-    -o "-p $PG_PORT -c listen_addresses=127.0.0.1 -k $dir -c max_connections=50" start >/dev/null
+  PG_SOCKETS=$dir
+  pg_ctl_start
   (umask 077 && printf '127.0.0.1:%s:*:vaultgate:%s\n' "$PG_PORT" "$password" > "$WORK/pgpass")
   export PGPASSFILE="$WORK/pgpass"
   PG_URL_BASE="postgresql://vaultgate@127.0.0.1:$PG_PORT"
+}
+pg_ctl_start() {
+  as_pg "$PG_BIN/pg_ctl" -D "$PG_DATA" -l "$PG_SOCKETS/server.log" -w -t 60 \
+    -o "-p $PG_PORT -c listen_addresses=127.0.0.1 -k $PG_SOCKETS -c max_connections=50" start >/dev/null
 }
 psql_do() { "$PG_BIN/psql" -X -q -A -t -d "$PG_URL_BASE/postgres" -c "$1"; }
 
@@ -143,7 +149,12 @@ seed() {
     psql_do "DROP DATABASE IF EXISTS $2" >/dev/null
     psql_do "CREATE DATABASE $2" >/dev/null
     "$VG" store migrate --from "$file" --to "$PG_URL_BASE/$2" --master-key-file "$WORK/master.key" >&2
-    echo "url: $PG_URL_BASE/$2"
+    if [ "$SNAPSHOT" = 1 ]; then
+      rm -f "$WORK/$2.snapshot" "$WORK/$2.snapshot".*
+      printf 'url: %s\n  snapshot_path: %s\n' "$PG_URL_BASE/$2" "$WORK/$2.snapshot"
+    else
+      echo "url: $PG_URL_BASE/$2"
+    fi
   fi
 }
 
@@ -163,6 +174,17 @@ for backend in $BACKENDS; do
     stop_vg "$VG_PID"
   done
 done
+
+# ---- a start from the local snapshot, the database stopped, at the largest size
+if [[ " $BACKENDS " == *" pg "* ]] && [ "$SNAPSHOT" = 1 ]; then
+  n=${SIZES##* }
+  name="s_pg_$n"
+  as_pg "$PG_BIN/pg_ctl" -D "$PG_DATA" -w -t 60 -m fast stop >/dev/null
+  start_vg "$WORK/$name.yaml" "$WORK/$name-from-snapshot.log"
+  echo "{\"backend\":\"pg\",\"existing\":$n,\"kind\":\"start_from_snapshot\",\"ms\":$START_MS,\"rss_kib\":$(rss_kib "$VG_PID"),\"snapshot_bytes\":$(stat -c %s "$WORK/$name.snapshot")}"
+  stop_vg "$VG_PID"
+  pg_ctl_start
+fi
 
 # ---- start-up and memory per session: 100k sessions against none (file store)
 if [[ " $BACKENDS " == *" file "* ]]; then

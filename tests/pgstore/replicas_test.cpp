@@ -2,7 +2,7 @@
 // replica's admin API is in force on the others (the bound origin sees the
 // new secret, a revoked session is refused and its connections closed), within
 // 1 s at p99, also while they serve requests; concurrent rotations lose
-// nothing; an outage leaves the replicas serving their last snapshot and
+// nothing; an outage leaves three replicas serving their last snapshot and
 // refusing writes, and they catch up after.
 #include "replica_fixture.hpp"
 
@@ -173,9 +173,11 @@ TEST_F(ReplicasTest, PropagationStaysUnderASecondWhileTheReplicasServeRequests) 
 TEST_F(ReplicasTest, AnOutageLeavesTheSnapshotInForceAndTheReplicasCatchUp) {
     const auto two = two_replicas_with_a_session();
     auto &a = two.a, &b = two.b;
+    auto& c = start_replica();
+    const std::vector<ServeProcess*> all{&a, &b, &c};
     const std::string& vault = two.vault;
     const json& session = two.session;
-    ASSERT_TRUE(eventually([&] { return secret_seen_through(b, session) == secret_a; }, 5000));
+    for (auto* r : all) ASSERT_TRUE(eventually([&] { return secret_seen_through(*r, session) == secret_a; }, 5000));
     // No token needed, as for /healthz.
     const auto ready = admin_request(a.admin_port(), "GET", "/readyz", "");
     EXPECT_EQ(ready.status, 200);
@@ -186,21 +188,39 @@ TEST_F(ReplicasTest, AnOutageLeavesTheSnapshotInForceAndTheReplicasCatchUp) {
     auto refused = api(a, "PUT", "/v1/vaults/" + vault + "/credentials/KEY", {{"value", secret_b}});
     EXPECT_EQ(refused.status, 503) << refused.body;
     EXPECT_NE(refused.body.find("store_unavailable"), std::string::npos) << refused.body;
-    EXPECT_TRUE(eventually([&] { return api(b, "GET", "/readyz").body.find("degraded") != std::string::npos; }, 30000));
-    EXPECT_EQ(api(b, "GET", "/healthz").status, 200);
-    EXPECT_EQ(secret_seen_through(b, session), secret_a);
+    for (auto* r : all) {
+        EXPECT_TRUE(
+            eventually([&] { return api(*r, "GET", "/readyz").body.find("degraded") != std::string::npos; }, 30000));
+        EXPECT_EQ(api(*r, "GET", "/healthz").status, 200);
+        EXPECT_EQ(secret_seen_through(*r, session), secret_a);
+    }
     EXPECT_EQ(api(b, "GET", "/v1/vaults/" + vault).status, 200);
 
     pg_->start();
-    // Back: A's write goes through once it has reconnected, and B follows.
+    // Back: A's write goes through once it has reconnected, and every
+    // replica follows.
     EXPECT_TRUE(eventually(
         [&] {
             return api(a, "PUT", "/v1/vaults/" + vault + "/credentials/KEY", {{"value", secret_b}}).status == 200;
         },
         30000));
-    EXPECT_TRUE(eventually([&] { return secret_seen_through(b, session) == secret_b; }, 30000));
-    EXPECT_TRUE(
-        eventually([&] { return api(b, "GET", "/readyz").body.find("\"ready\"") != std::string::npos; }, 30000));
+    for (auto* r : all) {
+        EXPECT_TRUE(eventually([&] { return secret_seen_through(*r, session) == secret_b; }, 30000));
+        EXPECT_TRUE(eventually(
+            [&] { return api(*r, "GET", "/readyz").body.find("\"ready\"") != std::string::npos; }, 30000));
+    }
+    // A revocation after the recovery holds on every replica.
+    EXPECT_EQ(api(c, "DELETE", "/v1/sessions/" + session["id"].get<std::string>()).status, 204);
+    for (auto* r : all) {
+        std::string status;
+        EXPECT_TRUE(eventually(
+            [&] {
+                open_bound(*r, session, &status);
+                return status == "HTTP/1.1 407";
+            },
+            5000))
+            << status;
+    }
 }
 
 TEST_F(ReplicasTest, AReplicaWithoutItsDatabaseAtStartExitsWithAClearError) {
