@@ -114,6 +114,17 @@ protected:
         return c;
     }
 
+    // Whether `r` comes to refuse the session (407) within `timeout_ms`; the
+    // last status line seen goes to `status`.
+    bool refuses_eventually(ServeProcess& r, const json& session, std::string& status, int timeout_ms) {
+        return eventually(
+            [&] {
+                open_bound(r, session, &status);
+                return status == "HTTP/1.1 407";
+            },
+            timeout_ms);
+    }
+
     // The x-api-key the origin received for one request through `r`.
     std::string secret_seen_through(ServeProcess& r, const json& session) {
         auto c = open_bound(r, session);

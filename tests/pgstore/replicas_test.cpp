@@ -45,13 +45,7 @@ TEST_F(ReplicasTest, AChangeThroughOneReplicaIsInForceOnTheOthers) {
     EXPECT_EQ(api(a, "DELETE", "/v1/sessions/" + session["id"].get<std::string>()).status, 204);
     EXPECT_TRUE(held->closed_by_peer(5000));
     std::string status;
-    EXPECT_TRUE(eventually(
-        [&] {
-            open_bound(c, session, &status);
-            return status == "HTTP/1.1 407";
-        },
-        5000))
-        << status;
+    EXPECT_TRUE(refuses_eventually(c, session, status, 5000)) << status;
 }
 
 TEST_F(ReplicasTest, ConcurrentRotationsThroughTwoReplicasLoseNothing) {
@@ -213,13 +207,7 @@ TEST_F(ReplicasTest, AnOutageLeavesTheSnapshotInForceAndTheReplicasCatchUp) {
     EXPECT_EQ(api(c, "DELETE", "/v1/sessions/" + session["id"].get<std::string>()).status, 204);
     for (auto* r : all) {
         std::string status;
-        EXPECT_TRUE(eventually(
-            [&] {
-                open_bound(*r, session, &status);
-                return status == "HTTP/1.1 407";
-            },
-            5000))
-            << status;
+        EXPECT_TRUE(refuses_eventually(*r, session, status, 5000)) << status;
     }
 }
 

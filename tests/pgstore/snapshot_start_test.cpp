@@ -101,13 +101,7 @@ TEST_F(SnapshotStartTest, AReplicaStartsFromItsSnapshotWhileTheDatabaseIsDownAnd
     // The database back: read whole, the rotation and the revocation hold.
     pg_->start();
     EXPECT_TRUE(eventually([&] { return secret_seen_through(*again, kept) == secret_b; }, 30000));
-    EXPECT_TRUE(eventually(
-        [&] {
-            open_bound(*again, gone, &status);
-            return status == "HTTP/1.1 407";
-        },
-        30000))
-        << status;
+    EXPECT_TRUE(refuses_eventually(*again, gone, status, 30000)) << status;
     EXPECT_NE(api(*again, "GET", "/readyz").body.find("\"ready\""), std::string::npos);
     EXPECT_EQ(api(*again, "POST", "/v1/sessions", {{"vault_ids", {vault}}, {"ttl_seconds", 600}}).status, 201);
     stop(*again);
