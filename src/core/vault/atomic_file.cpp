@@ -116,4 +116,22 @@ void replace_file(const std::string& path, const unsigned char* bytes, std::size
         fail("saved, but cannot fsync directory " + dir + ": " + errno_text());
 }
 
+std::optional<WipedBytes> read_store_file(const std::string& path, int extra_flags, std::size_t limit,
+                                          std::string_view kind) {
+    const auto fail = [&](const std::string& what) { throw StoreError(path + ": " + what); };
+    Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | extra_flags));
+    if (fd.get() < 0) {
+        if (errno == ENOENT) return std::nullopt;
+        fail("cannot open: " + errno_text());
+    }
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) fail("cannot stat: " + errno_text());
+    if (!S_ISREG(st.st_mode)) fail("not a regular file");
+    WipedBytes file;
+    bool more = false;
+    if (!read_up_to(fd.get(), file, limit, more)) fail("cannot read: " + errno_text());
+    if (more) fail("larger than " + std::to_string(limit >> 20) + " MiB; not a vaultgate " + std::string(kind));
+    return file;
+}
+
 }  // namespace vaultgate

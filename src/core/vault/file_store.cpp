@@ -12,15 +12,10 @@
 #include "vaultgate/crypto/ids.hpp"
 #include "vaultgate/crypto/key_derivation.hpp"
 #include "vaultgate/observe/diag_log.hpp"
-#include "vaultgate/util/unique_fd.hpp"
 #include "vaultgate/util/wiped_bytes.hpp"
-
-#include <fcntl.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <array>
-#include <cerrno>
 #include <cstring>
 #include <optional>
 #include <utility>
@@ -28,8 +23,6 @@
 namespace vaultgate {
 
 namespace {
-
-using Fd = UniqueFd;
 
 constexpr std::size_t nonce_size = gcm_nonce_size;
 constexpr std::size_t tag_size = gcm_tag_size;
@@ -69,20 +62,11 @@ public:
         journal_.close();
         pending_journal_.reset();
         snapshot_present_ = false;
-        Fd fd(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
-        if (fd.get() < 0) {
-            // First run: nothing saved yet. Anything else (a permission, a
-            // directory in the way) is an error, never an empty store.
-            if (errno == ENOENT) return {};
-            fail("cannot open: " + errno_text());
-        }
-        struct stat st {};
-        if (::fstat(fd.get(), &st) != 0) fail("cannot stat: " + errno_text());
-        if (!S_ISREG(st.st_mode)) fail("not a regular file");
-        WipedBytes file;
-        bool more = false;
-        if (!read_up_to(fd.get(), file, max_store_bytes, more)) fail("cannot read: " + errno_text());
-        if (more) fail("larger than " + std::to_string(max_store_bytes >> 20) + " MiB; not a vaultgate store");
+        // First run: nothing saved yet. Anything else (a permission, a
+        // directory in the way) is an error, never an empty store.
+        auto read = read_store_file(path_, 0, max_store_bytes, "store");
+        if (!read) return {};
+        const WipedBytes& file = *read;
         StoreData data = decrypt(file);
         snapshot_nonce_ = nonce_of(file.data());
         snapshot_size_ = file.size();

@@ -71,18 +71,9 @@ Journal::Header Journal::header_for(const unsigned char* snapshot_nonce, std::ui
 
 JournalRead Journal::read(const unsigned char* snapshot_nonce) const {
     JournalRead out;
-    UniqueFd fd(::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
-    if (fd.get() < 0) {
-        if (errno == ENOENT) return out;
-        fail("cannot open: " + errno_text());
-    }
-    struct stat st {};
-    if (::fstat(fd.get(), &st) != 0) fail("cannot stat: " + errno_text());
-    if (!S_ISREG(st.st_mode)) fail("not a regular file");
-    WipedBytes file;
-    bool more = false;
-    if (!read_up_to(fd.get(), file, max_journal_bytes, more)) fail("cannot read: " + errno_text());
-    if (more) fail("larger than " + std::to_string(max_journal_bytes >> 20) + " MiB; not a vaultgate journal");
+    auto read = read_store_file(path_, O_NOFOLLOW | O_NONBLOCK, max_journal_bytes, "journal");
+    if (!read) return out;
+    const WipedBytes& file = *read;
     const unsigned char* p = file.data();
     const std::size_t size = file.size();
     if (std::memcmp(p, journal_magic.data(), std::min(size, journal_magic.size())) != 0)
