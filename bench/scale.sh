@@ -16,7 +16,7 @@ ROOT=$(cd "$HERE/.." && pwd)
 usage() {
   cat <<'U'
 usage: bench/scale.sh [--build-dir DIR] [--vaultgate BIN] [--sizes "1000 10000 100000"]
-                      [--creates N] [--backends "file pg"] [--propagation N] [--snapshot] [--keep]
+                      [--creates N] [--backends "file pg"] [--propagation N] [--snapshot INTERVAL] [--settle S] [--keep]
   --build-dir DIR  a built tree (default build/): its vaultgate and static libraries
   --vaultgate BIN  measure this binary instead of DIR/vaultgate (e.g. an older build;
                    the stores are written in the snapshot format every version reads)
@@ -24,18 +24,22 @@ usage: bench/scale.sh [--build-dir DIR] [--vaultgate BIN] [--sizes "1000 10000 1
   --creates N      sessions, then services, created per size (default 200)
   --backends       file, pg or both (default both)
   --propagation N  changes timed from replica A to replica B (default 50; 0 skips)
-  --snapshot       PostgreSQL replicas keep a local snapshot (store.snapshot_path), and
-                   one start from it is timed at the largest size with the database down
+  --snapshot INTERVAL  PostgreSQL replicas keep a local snapshot (store.snapshot_path)
+                   written at most once per INTERVAL (store.snapshot_interval: 10s is the
+                   default, 1ms copies the data at every change), and one start from it
+                   is timed at the largest size with the database down
+  --settle S       seconds to wait after the creates before reading the RSS (default 0)
   --keep           keep the scratch directory
 U
   exit 2
 }
 
-BUILD="$ROOT/build" VG="" SIZES="1000 10000 100000" CREATES=200 BACKENDS="file pg" PROP=50 KEEP=0 SNAPSHOT=0
+BUILD="$ROOT/build" VG="" SIZES="1000 10000 100000" CREATES=200 BACKENDS="file pg" PROP=50 KEEP=0 SNAPSHOT= SETTLE=0
 while [ $# -gt 0 ]; do
   case $1 in
     --build-dir) BUILD=$2; shift;; --vaultgate) VG=$2; shift;; --sizes) SIZES=$2; shift;; --creates) CREATES=$2; shift;;
-    --backends) BACKENDS=$2; shift;; --propagation) PROP=$2; shift;; --keep) KEEP=1;; --snapshot) SNAPSHOT=1;;
+    --backends) BACKENDS=$2; shift;; --propagation) PROP=$2; shift;; --keep) KEEP=1;; --snapshot) SNAPSHOT=$2; shift;;
+    --settle) SETTLE=$2; shift;;
     -h|--help) usage;; *) echo "unknown argument: $1" >&2; usage;;
   esac
   shift
@@ -149,9 +153,9 @@ seed() {
     psql_do "DROP DATABASE IF EXISTS $2" >/dev/null
     psql_do "CREATE DATABASE $2" >/dev/null
     "$VG" store migrate --from "$file" --to "$PG_URL_BASE/$2" --master-key-file "$WORK/master.key" >&2
-    if [ "$SNAPSHOT" = 1 ]; then
+    if [ -n "$SNAPSHOT" ]; then
       rm -f "$WORK/$2.snapshot" "$WORK/$2.snapshot".*
-      printf 'url: %s\n  snapshot_path: %s\n' "$PG_URL_BASE/$2" "$WORK/$2.snapshot"
+      printf 'url: %s\n  snapshot_path: %s\n  snapshot_interval: %s\n' "$PG_URL_BASE/$2" "$WORK/$2.snapshot" "$SNAPSHOT"
     else
       echo "url: $PG_URL_BASE/$2"
     fi
@@ -171,12 +175,14 @@ for backend in $BACKENDS; do
     echo "{\"backend\":\"$backend\",\"existing\":$n,\"kind\":\"start\",\"ms\":$START_MS,\"rss_kib\":$(rss_kib "$VG_PID")}"
     python3 "$HERE/scale_client.py" creates "$ADMIN_PORT" "$TOKEN" "$CREATES" vlt_bench0 |
       sed "s/^{/{\"backend\":\"$backend\",\"existing\":$n,/"
+    sleep "$SETTLE"
+    echo "{\"backend\":\"$backend\",\"existing\":$n,\"kind\":\"after_creates\",\"rss_kib\":$(rss_kib "$VG_PID")}"
     stop_vg "$VG_PID"
   done
 done
 
 # ---- a start from the local snapshot, the database stopped, at the largest size
-if [[ " $BACKENDS " == *" pg "* ]] && [ "$SNAPSHOT" = 1 ]; then
+if [[ " $BACKENDS " == *" pg "* ]] && [ -n "$SNAPSHOT" ]; then
   n=${SIZES##* }
   name="s_pg_$n"
   as_pg "$PG_BIN/pg_ctl" -D "$PG_DATA" -w -t 60 -m fast stop >/dev/null

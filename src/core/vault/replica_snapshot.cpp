@@ -7,6 +7,7 @@
 
 #include "vaultgate/observe/diag_log.hpp"
 
+#include <malloc.h>
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -56,10 +57,14 @@ private:
         for (;;) {
             wake_.wait(lock, [&] { return stopping_ || pending_; });
             if (!pending_) return;
-            StoreData data = std::move(*pending_);
-            pending_.reset();
+            std::optional<StoreData> data;
+            data.swap(pending_);
             lock.unlock();
-            save(data);
+            save(*data);
+            data.reset();
+            // The copy and its encoding were allocated in this thread's
+            // arena, whose pages would otherwise stay with the process.
+            malloc_trim(0);
             lock.lock();
         }
     }
