@@ -38,6 +38,8 @@ std::string generation_record_path(const std::string& store_path);
 
 // A shared store (store.url) that keeps a local snapshot for a start while
 // its database cannot be reached (docs/reference/configuration.md, "store").
+// Its age is that of the file's time: the last write, or the last refresh
+// that found the database still holding what was written.
 struct LocalSnapshotOptions {
     std::string path;  // a file store: same format, same key
     // A copy of the data is handed to the snapshot's writer thread at most
@@ -46,6 +48,9 @@ struct LocalSnapshotOptions {
     // A snapshot whose file is older than this is not served: it could bring
     // back revoked sessions and replaced credentials.
     std::chrono::milliseconds max_age = std::chrono::hours(24);
+    // Called on the writer's thread after each write or confirmation it
+    // attempted (for tests and metrics); may be empty.
+    std::function<void()> on_written;
 };
 // Opens the shared store; throws StoreUnavailable while it cannot be reached.
 using OpenSharedStore = std::function<std::unique_ptr<VaultStore>()>;

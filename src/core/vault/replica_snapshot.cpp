@@ -7,13 +7,15 @@
 
 #include "vaultgate/observe/diag_log.hpp"
 
+#include <fcntl.h>
 #include <malloc.h>
 #include <sys/stat.h>
 
-#include <cerrno>
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -28,11 +30,16 @@ using steady = std::chrono::steady_clock;
 using wall = std::chrono::system_clock;
 
 // Writes the newest copy handed to it; copies that come while it writes
-// replace one another, so at most one waits.
+// replace one another, so at most one waits. A confirmation (the database
+// still holds what was written last) sets the file's time to now, so that
+// its age counts from when it was last known to be current.
 class SnapshotWriter {
 public:
-    SnapshotWriter(std::string path, const Secret& master_key)
-        : path_(std::move(path)), file_(open_file_store(path_, master_key)), thread_([this] { run(); }) {}
+    SnapshotWriter(std::string path, const Secret& master_key, std::function<void()> on_done)
+        : path_(std::move(path)),
+          file_(open_file_store(path_, master_key)),
+          on_done_(std::move(on_done)),
+          thread_([this] { run(); }) {}
 
     ~SnapshotWriter() {
         {
@@ -51,20 +58,34 @@ public:
         wake_.notify_one();
     }
 
+    void confirm() {
+        {
+            std::lock_guard lock(mutex_);
+            confirm_ = true;
+        }
+        wake_.notify_one();
+    }
+
 private:
     void run() {
         std::unique_lock lock(mutex_);
         for (;;) {
-            wake_.wait(lock, [&] { return stopping_ || pending_; });
-            if (!pending_) return;
+            wake_.wait(lock, [&] { return stopping_ || pending_ || confirm_; });
+            if (!pending_ && !confirm_) return;
             std::optional<StoreData> data;
             data.swap(pending_);
+            const bool confirm = std::exchange(confirm_, false);
             lock.unlock();
-            save(*data);
-            data.reset();
-            // The copy and its encoding were allocated in this thread's
-            // arena, whose pages would otherwise stay with the process.
-            malloc_trim(0);
+            if (data) {
+                save(*data);
+                data.reset();
+                // The copy and its encoding were allocated in this thread's
+                // arena, whose pages would otherwise stay with the process.
+                malloc_trim(0);
+            } else if (confirm && !failing_) {
+                touch();
+            }
+            if (on_done_) on_done_();
             lock.lock();
         }
     }
@@ -75,20 +96,32 @@ private:
             if (failing_) log_info("store: the local snapshot " + path_ + " is written again");
             failing_ = false;
         } catch (const StoreError& e) {
-            // Once per failing spell: the interval would repeat it.
-            if (!failing_)
-                log_warn(std::string("store: the local snapshot is not written: ") + e.what() +
-                         "; a start without the database would serve an older one");
-            failing_ = true;
+            report_failure(e.what());
         }
+    }
+
+    void touch() {
+        if (::utimensat(AT_FDCWD, path_.c_str(), nullptr, 0) != 0)
+            report_failure(path_ + ": cannot set its time: " + std::strerror(errno));
+    }
+
+    // Once per failing spell: the interval would repeat it. A snapshot that
+    // failed to be written is not confirmed until a write succeeds.
+    void report_failure(const std::string& what) {
+        if (!failing_)
+            log_warn("store: the local snapshot is not written: " + what +
+                     "; a start without the database would serve an older one");
+        failing_ = true;
     }
 
     std::string path_;
     std::unique_ptr<VaultStore> file_;  // used by the thread only
+    std::function<void()> on_done_;
     bool failing_ = false;
     std::mutex mutex_;
     std::condition_variable wake_;
     std::optional<StoreData> pending_;
+    bool confirm_ = false;
     bool stopping_ = false;
     std::thread thread_;  // last: it starts once the rest is in place
 };
@@ -99,7 +132,7 @@ public:
         : open_shared_(std::move(open_shared)),
           options_(std::move(options)),
           reader_(open_file_store(options_.path, master_key)),
-          writer_(options_.path, master_key) {}
+          writer_(options_.path, master_key, options_.on_written) {}
 
     StoreData load() override {
         try {
@@ -175,13 +208,19 @@ private:
 
     // A copy for the writer when something changed and the interval has
     // passed since the last one; the periodic refresh brings the last change
-    // of a quiet spell.
+    // of a quiet spell. When nothing changed since the last copy, the
+    // database has just confirmed it (at most once per interval too).
     void note(const StoreData& data, bool changed) {
         live_ = shared_ && shared_->available() && !from_snapshot_;
         dirty_ = dirty_ || changed;
         const auto now = steady::now();
-        if (!dirty_ || (last_copy_ && now - *last_copy_ < options_.interval)) return;
-        writer_.write(data);
+        if (last_copy_ && now - *last_copy_ < options_.interval) return;
+        if (dirty_)
+            writer_.write(data);
+        else if (last_copy_)
+            writer_.confirm();
+        else
+            return;
         last_copy_ = now;
         dirty_ = false;
     }

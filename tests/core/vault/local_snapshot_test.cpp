@@ -8,9 +8,12 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <sys/time.h>
 
+#include <condition_variable>
 #include <ctime>
+#include <mutex>
 
 namespace vaultgate {
 namespace {
@@ -55,9 +58,31 @@ private:
     Database& db_;
 };
 
+// Counts what the snapshot's writer thread did, for a test to wait on.
+class WriterEvents {
+public:
+    void done() {
+        {
+            std::lock_guard lock(mutex_);
+            ++count_;
+        }
+        changed_.notify_all();
+    }
+    bool wait_for(int count) {
+        std::unique_lock lock(mutex_);
+        return changed_.wait_for(lock, std::chrono::seconds(30), [&] { return count_ >= count; });
+    }
+
+private:
+    std::mutex mutex_;
+    std::condition_variable changed_;
+    int count_ = 0;
+};
+
 class LocalSnapshotTest : public ::testing::Test {
 protected:
-    std::unique_ptr<VaultStore> open(std::chrono::milliseconds max_age = std::chrono::hours(24)) {
+    std::unique_ptr<VaultStore> open(std::chrono::milliseconds max_age = std::chrono::hours(24),
+                                     WriterEvents* events = nullptr) {
         // Interval 0: every change is handed to the writer, so that what a
         // test reads back after closing the store is the last state.
         return with_local_snapshot(
@@ -66,7 +91,9 @@ protected:
                 ++db_.opened;
                 return std::make_unique<DatabaseStore>(db_);
             },
-            key_from(1), LocalSnapshotOptions{path_, std::chrono::milliseconds(0), max_age});
+            key_from(1),
+            LocalSnapshotOptions{path_, std::chrono::milliseconds(0), max_age,
+                                 events ? std::function<void()>([events] { events->done(); }) : nullptr});
     }
 
     // Runs a replica while the database is up; closing it finishes the write.
@@ -178,6 +205,27 @@ TEST_F(LocalSnapshotTest, ASnapshotOlderThanItsLimitIsNotServed) {
     }
     // A longer limit takes it.
     EXPECT_TRUE(same_data(open(std::chrono::hours(72))->load(), with_session(7, "ses_a")));
+}
+
+TEST_F(LocalSnapshotTest, AQuietRefreshConfirmsTheSnapshotSoItsAgeCountsFromThen) {
+    WriterEvents events;
+    db_.data = with_session(7, "ses_a");
+    {
+        const auto replica = open(std::chrono::hours(24), &events);
+        StoreData data = replica->load();
+        ASSERT_TRUE(events.wait_for(1));  // written at the start
+        // As if the replica had served for two days without a change.
+        const timeval two_days_ago{std::time(nullptr) - 2 * 86400, 0};
+        const timeval times[2] = {two_days_ago, two_days_ago};
+        ASSERT_EQ(::utimes(path_.c_str(), times), 0);
+        EXPECT_FALSE(replica->refresh(data));  // the database holds the same
+        ASSERT_TRUE(events.wait_for(2));
+    }
+    struct stat st {};
+    ASSERT_EQ(::stat(path_.c_str(), &st), 0);
+    EXPECT_GT(st.st_mtim.tv_sec, std::time(nullptr) - 600);
+    db_.down = true;
+    EXPECT_TRUE(same_data(open()->load(), with_session(7, "ses_a")));
 }
 
 TEST_F(LocalSnapshotTest, ADamagedSnapshotIsAnErrorNotAnEmptyStore) {
