@@ -3,13 +3,12 @@
 // mid-append) is left out, and a journal that grows past the snapshot is
 // folded into a new one. A writer killed mid-append leaves a store that
 // loads, holding a prefix of the changes it made.
+#include "killed_writer.hpp"
 #include "store_fixtures.hpp"
 #include "temp_dir.hpp"
 
 #include <gtest/gtest.h>
 
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -262,42 +261,19 @@ TEST(FileStoreCrash, KilledAppenderLeavesAPrefixOfTheChanges) {
         ::unlink((path + ".journal").c_str());
         const auto base = bulky_data(1, 'a');
         open_file_store(path, key)->save(base);
-        int fds[2];
-        ASSERT_EQ(::pipe(fds), 0);
-        const pid_t pid = ::fork();
-        ASSERT_GE(pid, 0);
-        if (pid == 0) {
-            ::close(fds[0]);
-            try {
+        const int acknowledged = 1 + static_cast<int>(rng() % 6);
+        const auto kill = kill_writer_mid_write(
+            [&](const std::function<void()>& ack) {
                 const auto child_store = open_file_store(path, key);
                 Changer c{*child_store, child_store->load()};
                 for (int i = 0; i < 100000; ++i) {
                     c.add_session("ses_" + std::to_string(i), 4096);
-                    const char done = 1;
-                    if (::write(fds[1], &done, 1) != 1) ::_exit(0);
+                    ack();
                 }
-            } catch (...) {
-                ::_exit(3);
-            }
-            ::_exit(4);
-        }
-        ::close(fds[1]);
-        const int acknowledged = 1 + static_cast<int>(rng() % 6);
-        int seen = 0;
-        while (seen < acknowledged) {
-            char ch;
-            const auto n = ::read(fds[0], &ch, 1);
-            if (n == 1) ++seen;
-            if (n == 0) break;
-        }
-        const auto spin = std::chrono::microseconds(rng() % 200);
-        for (const auto t0 = std::chrono::steady_clock::now(); std::chrono::steady_clock::now() - t0 < spin;) {}
-        ::kill(pid, SIGKILL);
-        int status = 0;
-        ::waitpid(pid, &status, 0);
-        ::close(fds[0]);
-        ASSERT_TRUE(WIFSIGNALED(status)) << "the writer exited by itself, status " << status;
-        ASSERT_EQ(seen, acknowledged);
+            },
+            acknowledged, std::chrono::microseconds(rng() % 200));
+        ASSERT_TRUE(kill.killed) << "the writer exited by itself, status " << kill.status;
+        ASSERT_EQ(kill.acknowledged, acknowledged);
 
         StoreData loaded;
         ASSERT_NO_THROW(loaded = open_file_store(path, key)->load()) << "round " << round;

@@ -2,13 +2,13 @@
 // every bit flipped, every truncation, a writer killed at random points. Each
 // must end in a clear StoreError or in one of the states that was saved, never
 // in a crash or an empty store.
+#include "killed_writer.hpp"
 #include "store_fixtures.hpp"
 #include "temp_dir.hpp"
 
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -296,42 +296,19 @@ TEST(FileStoreCrash, KilledWriterLeavesOneWholeState) {
     int saw_b = 0;
     const auto started = std::chrono::steady_clock::now();
     for (int round = 0; round < rounds; ++round) {
-        int fds[2];
-        ASSERT_EQ(::pipe(fds), 0);
-        const pid_t pid = ::fork();
-        ASSERT_GE(pid, 0);
-        if (pid == 0) {
-            ::close(fds[0]);
-            try {
+        // Let it finish 1..4 saves, then kill it somewhere in the next one.
+        const int saves = 1 + static_cast<int>(rng() % 4);
+        const auto kill = kill_writer_mid_write(
+            [&](const std::function<void()>& ack) {
                 const auto child_store = open_file_store(path, key);
                 for (std::uint64_t i = 0;; ++i) {
                     child_store->save(i % 2 == 0 ? b : a);
-                    const char done = 1;
-                    if (::write(fds[1], &done, 1) != 1) ::_exit(0);
+                    ack();
                 }
-            } catch (...) {
-                ::_exit(3);
-            }
-        }
-        ::close(fds[1]);
-        // Let it finish 1..4 saves, then kill it somewhere in the next one.
-        const int saves = 1 + static_cast<int>(rng() % 4);
-        int seen = 0;
-        while (seen < saves) {
-            char c;
-            const auto n = ::read(fds[0], &c, 1);
-            if (n == 1) ++seen;
-            if (n == 0) break;  // the child died on its own: reported below
-        }
-        // A short random spin moves the kill point around within a save.
-        const auto spin = std::chrono::microseconds(rng() % 300);
-        for (const auto t0 = std::chrono::steady_clock::now(); std::chrono::steady_clock::now() - t0 < spin;) {}
-        ::kill(pid, SIGKILL);
-        int status = 0;
-        ::waitpid(pid, &status, 0);
-        ::close(fds[0]);
-        ASSERT_TRUE(WIFSIGNALED(status)) << "the writer exited by itself, status " << status;
-        ASSERT_EQ(seen, saves);
+            },
+            saves, std::chrono::microseconds(rng() % 300));
+        ASSERT_TRUE(kill.killed) << "the writer exited by itself, status " << kill.status;
+        ASSERT_EQ(kill.acknowledged, saves);
 
         StoreData loaded;
         ASSERT_NO_THROW(loaded = store->load()) << "round " << round;
