@@ -229,7 +229,8 @@ private:
         struct stat st {};
         if (::stat(options_.path.c_str(), &st) != 0) {
             if (errno != ENOENT)
-                throw StoreError("store.snapshot_path: " + options_.path + ": " + std::strerror(errno));
+                throw StoreError(why + "; the local snapshot " + options_.path + " cannot be read: " +
+                                 std::strerror(errno));
             throw StoreError(why + "; a replica cannot start without its database unless it has a local snapshot, "
                                    "and " + options_.path + " does not exist yet");
         }

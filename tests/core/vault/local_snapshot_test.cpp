@@ -189,6 +189,21 @@ TEST_F(LocalSnapshotTest, AStartWithoutTheDatabaseOrASnapshotIsAClearError) {
     }
 }
 
+TEST_F(LocalSnapshotTest, ASnapshotThatCannotBeLookedAtIsAClearError) {
+    // A regular file where the snapshot's directory should be.
+    write_file(dir_.file("plain"), "x");
+    path_ = dir_.file("plain") + "/snapshot.db";
+    db_.down = true;
+    try {
+        open()->load();
+        FAIL() << "started without a database or a readable snapshot";
+    } catch (const StoreError& e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find("database: cannot connect"), std::string::npos) << what;
+        EXPECT_NE(what.find(path_ + " cannot be read: Not a directory"), std::string::npos) << what;
+    }
+}
+
 TEST_F(LocalSnapshotTest, ASnapshotOlderThanItsLimitIsNotServed) {
     write_snapshot_of(with_session(7, "ses_a"));
     const timeval two_days_ago{std::time(nullptr) - 2 * 86400, 0};
